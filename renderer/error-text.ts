@@ -68,6 +68,8 @@ const NEXT_STEP: Record<ErrorCode, string> = {
   KEY_ALREADY_EXPORTED: 'The verification key was shown once already and then erased. Use the copy you saved then.',
   RECORDS_LOST:
     'This step ran, but the database lost the records of its run after Executor stopped without closing. It will not run again: look at its files, and propose it again if it is still wanted.',
+  STEP_CONTENT_LOST:
+    'What this step would write is lost: its copy in the data directory’s backups is missing or damaged. It can no longer be approved or run; reject it, or restore the blobs folder from a backup of the data directory.',
   EXECUTION_FAILED: 'The step ran and failed. Its output in History says why; the files it touched were backed up.',
   SANDBOX_UNAVAILABLE: 'The sandbox is not running. Start Docker (or check Settings → Environment), then try again.',
   SANDBOX_IMAGE_MISSING: 'The sandbox image is not built. Build it as Settings → Environment explains, then try again.',

@@ -1,3 +1,4 @@
+import { ContentLostMark, ContentLostNote } from '../components/content-lost-note.js';
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import type { Risk } from '../../src/domain/risk.js';
 import { oneLine } from '../../src/domain/result-words.js';
@@ -557,6 +558,7 @@ function HistoryRow({
       <td>
         <span className="cell-title" title={markedPlainText(item.title)}>
           <MarkedText text={item.title} />
+          {item.contentLost ? <ContentLostMark /> : null}
         </span>
         <span className="cell-sub">
           <CopyId id={item.id} what="step id" /> · <CopyId id={item.planId} what="plan id" keep={6} />
@@ -666,6 +668,9 @@ function HistoryDetail({
         <span className={`status status-${summary.status}`}>{STATUS_LABEL[summary.status]}</span>
       </header>
       <ErrorBox error={error} />
+      {(record?.contentLost ?? summary.contentLost) ? (
+        <ContentLostNote lost={(record?.contentLost ?? summary.contentLost)!} status={summary.status} />
+      ) : null}
       {record && cutOf(record) ? (
         <div className="notice cut-notice" role="note" data-testid="history-cut-notice">
           <p>

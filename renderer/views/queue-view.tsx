@@ -14,6 +14,8 @@ import { riskRank, type Risk } from '../../src/domain/risk.js';
 import { commandLineOf } from '../../src/domain/shell-quote.js';
 import { PLAN_BREAKING_STATUSES, WITHDRAWABLE_STATUSES } from '../../src/domain/state-machine.js';
 import { noPreviewWhy, type StepRecord } from '../../src/domain/step-record.js';
+import { CONTENT_LOST_LABEL } from '../../src/domain/content-lost.js';
+import { ContentLostNote } from '../components/content-lost-note.js';
 import type { StepSummary } from '../../src/domain/step-summary.js';
 import type { PresignedCall } from '../../src/ipc/client/client.js';
 import { useApi, useRoots, type PolicyValue as Policy } from '../api.js';
@@ -74,12 +76,22 @@ export function groupByPlan(summaries: StepSummary[]): PlanGroup[] {
 }
 
 function canApprove(record: StepRecord): boolean {
-  return record.status === 'awaiting_consent' && record.evaluation?.allowed !== false && record.evaluation?.risk !== 'CRITICAL';
+  return (
+    record.status === 'awaiting_consent' &&
+    record.evaluation?.allowed !== false &&
+    record.evaluation?.risk !== 'CRITICAL' &&
+    record.contentLost === undefined
+  );
 }
 
 /** Whether a listed step may be approved with its whole plan: waiting for the person, MEDIUM or lower (the records say the rest when fetched). */
 function approvableWithPlan(summary: StepSummary): boolean {
-  return summary.status === 'awaiting_consent' && summary.risk !== null && riskRank(summary.risk as Risk) <= riskRank('MEDIUM');
+  return (
+    summary.status === 'awaiting_consent' &&
+    summary.risk !== null &&
+    riskRank(summary.risk as Risk) <= riskRank('MEDIUM') &&
+    summary.contentLost === undefined
+  );
 }
 
 /** Every step that has not started can be rejected: waiting for the person, being prepared, or approved and waiting its turn. */
@@ -89,9 +101,11 @@ function canReject(record: StepRecord): boolean {
 
 /** What a step in the queue waits for, when it is not simply the person's decision on it (a summary or a record says it alike). */
 export function queueStateText(
-  step: Pick<StepSummary, 'status' | 'blockedBy'> & { planId?: string },
+  step: Pick<StepSummary, 'status' | 'blockedBy' | 'contentLost'> & { planId?: string },
   heldPlans: ReadonlySet<string> = new Set(),
 ): string | null {
+  // First: whatever else holds it, it can never be approved (content-lost.ts).
+  if (step.contentLost) return `${CONTENT_LOST_LABEL}: it can no longer be approved or run; reject it`;
   const reason = step.blockedBy?.reason ?? (step.blockedBy ? `step ${step.blockedBy.stepId} is ${step.blockedBy.status}.` : undefined);
   // An approved step of a plan held for the disk waits for room, whichever step of it is held: "runs first" would be untrue.
   if (step.status === 'approved' && step.planId !== undefined && heldPlans.has(step.planId)) return `Approved; waits: ${HELD_FOR_DISK}`;
@@ -102,7 +116,10 @@ export function queueStateText(
 }
 
 /** The one word for a listed step's state (a row's `data-state`): what its row says, or waits for you. */
-export function queueStateWord(step: Pick<StepSummary, 'status' | 'blockedBy'>): 'approved' | 'preparing' | 'stopped' | 'waiting' {
+export function queueStateWord(
+  step: Pick<StepSummary, 'status' | 'blockedBy' | 'contentLost'>,
+): 'approved' | 'preparing' | 'stopped' | 'waiting' | 'content-lost' {
+  if (step.contentLost) return 'content-lost';
   if (step.status === 'approved') return 'approved';
   if (isPreparing(step)) return 'preparing';
   if (step.blockedBy && PLAN_BREAKING_STATUSES.includes(step.blockedBy.status)) return 'stopped';
@@ -835,6 +852,8 @@ function StepDetail({
   const roots = useRoots();
   const evaluation = record.evaluation;
   const critical = evaluation?.risk === 'CRITICAL' || evaluation?.allowed === false;
+  // Its content (a blob in the data directory) is lost: nothing can be approved, only rejected.
+  const lost = record.contentLost !== undefined;
   // Nothing to decide on yet: the preview the approval binds to does not exist.
   const preparing = isPreparing(record);
   const part = hunkPartOf(record, hunksOff);
@@ -908,6 +927,7 @@ function StepDetail({
           </>
         ) : null}
       </dl>
+      {record.contentLost ? <ContentLostNote lost={record.contentLost} status={record.status} /> : null}
       <WhatRuns step={record.step} limits={policy} roots={roots} />
       <RepetitionHint step={record.step} />
       {record.blockedBy ? (
@@ -981,7 +1001,7 @@ function StepDetail({
           <button
             type="button"
             className={evaluation?.risk === 'HIGH' ? 'danger' : 'primary'}
-            disabled={busy || critical || preparing || part?.accepted.length === 0}
+            disabled={busy || critical || lost || preparing || part?.accepted.length === 0}
             onClick={onApprove}
             aria-keyshortcuts="a"
             aria-describedby={part ? 'approve-part-note' : undefined}
@@ -991,7 +1011,7 @@ function StepDetail({
         ) : null}
         {rememberable && (record.status === 'awaiting_consent' || preparing) ? (
           // A rule is for the step as proposed: with hunks unticked, only the plain approval of the checked ones is offered.
-          <button type="button" disabled={busy || critical || preparing || part !== null} onClick={onRemember}>
+          <button type="button" disabled={busy || critical || lost || preparing || part !== null} onClick={onRemember}>
             Approve and remember…
           </button>
         ) : null}

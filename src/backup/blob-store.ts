@@ -1,7 +1,10 @@
 import fs from 'node:fs';
-import path from 'node:path';
 import { createHash } from 'node:crypto';
+import { pipeline } from 'node:stream/promises';
+import type { ContentLostWhy } from '../domain/content-lost.js';
 import { writeFileAtomic, writeFileAtomicAsync } from '../fs/atomic-write.js';
+import { BlobMismatchError } from '../fs/blob-mismatch.js';
+import { blobPathIn } from '../fs/blob-path.js';
 
 function sizeOf(file: string): number | null {
   try {
@@ -13,6 +16,12 @@ function sizeOf(file: string): number | null {
 
 export function sha256Of(data: Uint8Array): string {
   return createHash('sha256').update(data).digest('hex');
+}
+
+/** Blobs held against the collector of orphans while the rows that will name them are not committed (BlobStore.lease). */
+export interface BlobLease {
+  add(hash: string): void;
+  release(): void;
 }
 
 /**
@@ -31,14 +40,70 @@ export class BlobStore {
   ) {}
 
   private pathOf(hash: string): string {
-    if (!/^[0-9a-f]{64}$/.test(hash)) throw new Error(`not a sha256 hex digest: ${hash}`);
-    return path.join(this.root, hash.slice(0, 2), hash.slice(2));
+    return blobPathIn(this.root, hash);
+  }
+
+  /**
+   * When this process last put each blob (written, or found there already), by hash: the collector of orphans
+   * (blob-collector.ts) never takes a blob put since its sweep began or within its grace, since a row about to
+   * name it may not be committed yet. Entries older than the grace are dropped at each sweep.
+   */
+  private readonly putAt = new Map<string, number>();
+  /** When this store began: a blob older than that was written by another process (see blob-collector.ts). */
+  readonly createdAtMs = Date.now();
+  /** Blobs a caller holds while the row that will name them is not committed yet (lease), with how many hold each. */
+  private readonly leased = new Map<string, number>();
+
+  private notePut(hash: string): void {
+    this.putAt.set(hash, Date.now());
+  }
+
+  /**
+   * Holds blobs against the collector of orphans until released: a proposal adds its large writes' contents to
+   * a lease before it writes them, and releases it once its rows are committed (or refused).
+   */
+  lease(): BlobLease {
+    const held: string[] = [];
+    let released = false;
+    return {
+      add: (hash) => {
+        if (released) return;
+        held.push(hash);
+        this.leased.set(hash, (this.leased.get(hash) ?? 0) + 1);
+      },
+      release: () => {
+        if (released) return;
+        released = true;
+        for (const hash of held) {
+          const count = (this.leased.get(hash) ?? 1) - 1;
+          if (count > 0) this.leased.set(hash, count);
+          else this.leased.delete(hash);
+        }
+      },
+    };
+  }
+
+  /** Whether this process holds the blob (leased) or put it since `sinceMs`: not the collector's to take. */
+  heldSince(hash: string, sinceMs: number): boolean {
+    return this.leased.has(hash) || (this.putAt.get(hash) ?? -Infinity) >= sinceMs;
+  }
+
+  /** Forgets the puts before `beforeMs` (the collector's grace): only recent ones protect a blob. */
+  forgetPutsBefore(beforeMs: number): void {
+    for (const [hash, at] of this.putAt) if (at < beforeMs) this.putAt.delete(hash);
+  }
+
+  /** Where the blobs live: the collector of orphans lists them there. */
+  get folder(): string {
+    return this.root;
   }
 
   /** `knownHash` skips hashing again when the caller just computed it from the same bytes. */
   put(data: Uint8Array, knownHash?: string): string {
     const hash = knownHash ?? sha256Of(data);
     const file = this.pathOf(hash);
+    // Noted before the write: a blob being written is never taken by the collector (it finds it once renamed).
+    this.notePut(hash);
     // A blob is trusted by its name only when its size agrees too: one cut short by a full disk before
     // writes were checked must be written again, not kept as the backup of record.
     if (sizeOf(file) !== data.byteLength) {
@@ -56,17 +121,44 @@ export class BlobStore {
   async putAsync(data: Uint8Array, knownHash?: string): Promise<string> {
     const hash = knownHash ?? sha256Of(data);
     const file = this.pathOf(hash);
+    this.notePut(hash);
     if (sizeOf(file) !== data.byteLength) {
       this.guard();
       await writeFileAtomicAsync(file, data, 0o600, { verifyReadBack: true });
     }
+    // Again once on disk: a long write must not let its blob age out of the grace before its row names it.
+    this.notePut(hash);
     return hash;
   }
 
   get(hash: string): Buffer {
     const data = fs.readFileSync(this.pathOf(hash));
-    if (sha256Of(data) !== hash) throw new Error(`backup blob ${hash} is corrupt: its content no longer matches its name`);
+    if (sha256Of(data) !== hash) throw new BlobMismatchError(hash);
     return data;
+  }
+
+  /**
+   * Whether a blob still holds what its name says, read in chunks off the host's thread (a 10 MB write's content):
+   * `ok`, or why not. Where a blob is about to stand for what a run writes, its size alone proves nothing.
+   */
+  async verify(hash: string): Promise<'ok' | ContentLostWhy> {
+    const digest = createHash('sha256');
+    try {
+      await pipeline(fs.createReadStream(this.pathOf(hash)), digest);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      return code === 'ENOENT' || code === 'ENOTDIR' ? 'missing' : 'unreadable';
+    }
+    return digest.digest('hex') === hash ? 'ok' : 'corrupt';
+  }
+
+  stamp(hash: string): string | null {
+    try {
+      const stats = fs.statSync(this.pathOf(hash));
+      return `${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`;
+    } catch {
+      return null;
+    }
   }
 
   has(hash: string): boolean {

@@ -381,10 +381,17 @@ export interface RevertPlanEntry {
 
 /** The diff from what a step wrote (`written`, null: it removed the file) to what is there now: the newer change alone. */
 export function changeSinceStep(
-  row: Pick<FileBackupRow, 'path' | 'mode'>,
+  row: Pick<FileBackupRow, 'path' | 'mode'> & { postHash?: string | null },
   written: Buffer | null,
   now: Buffer | null,
 ): Pick<RevertPlanEntry, 'changedSince' | 'changedSinceOmittedReason'> {
+  // The step wrote a file whose copy is lost (its blob missing or damaged): a diff from nothing would claim all of it is new.
+  if (written === null && row.postHash)
+    return {
+      changedSince: null,
+      changedSinceOmittedReason:
+        'what the step wrote is no longer kept (its backup blob is missing or damaged), so the change since cannot be shown',
+    };
   const shown = previewFileChange({ absolutePath: row.path, displayPath: row.path, before: written, after: now, mode: row.mode });
   return { changedSince: shown.diff, ...(shown.diffOmittedReason ? { changedSinceOmittedReason: shown.diffOmittedReason } : {}) };
 }
@@ -418,7 +425,13 @@ export function planRevert(rows: FileBackupRow[], blobs?: BlobStore): RevertPlan
 
 /** What the step left in the file (its post-image), from the backups; null where it removed the file or the blob is gone. */
 export function writtenBy(row: Pick<FileBackupRow, 'postHash'>, blobs: BlobStore): Buffer | null {
-  return row.postHash !== null && blobs.has(row.postHash) ? blobs.get(row.postHash) : null;
+  if (row.postHash === null || !blobs.has(row.postHash)) return null;
+  try {
+    return blobs.get(row.postHash);
+  } catch {
+    // Damaged (a large write's content lost, content-lost.ts): as good as gone; the change since it is then not shown.
+    return null;
+  }
 }
 
 /**

@@ -21,6 +21,7 @@ import type { Step } from '../domain/step.js';
 import { visibleBlock, visibleLine as line } from '../domain/visible-text.js';
 import { asSentence, withReason } from '../domain/sentence-text.js';
 import { statusWords } from '../domain/status-words.js';
+import { CONTENT_LOST_LABEL, contentLostWords } from '../domain/content-lost.js';
 import { resultWords } from '../domain/result-words.js';
 import { localTimeSpanWords, localTimeWords } from './time-words.js';
 
@@ -45,6 +46,7 @@ export interface StepOutcome {
   rejectedReason?: string;
   blockedBy?: StepRecord['blockedBy'];
   consentExpiresAt?: string;
+  contentLost?: StepRecord['contentLost'];
 }
 
 export function outcomeOf(record: StepRecord): StepOutcome {
@@ -58,6 +60,7 @@ export function outcomeOf(record: StepRecord): StepOutcome {
     ...(record.rejectedReason ? { rejectedReason: record.rejectedReason } : {}),
     ...(record.blockedBy ? { blockedBy: record.blockedBy } : {}),
     ...(record.consentExpiresAt ? { consentExpiresAt: record.consentExpiresAt } : {}),
+    ...(record.contentLost ? { contentLost: record.contentLost } : {}),
   };
 }
 
@@ -99,6 +102,11 @@ export function previewHashText(record: StepRecord): string {
   return record.previewHash ?? 'none';
 }
 
+/** The step in a few words; a write whose content is lost does not claim to write 0 bytes. */
+function actionWords(record: StepRecord, summarize: () => string): string {
+  return record.contentLost && record.step.action === 'writeFile' ? `Write ${record.step.args.path} (its content is lost)` : summarize();
+}
+
 export function summaryLine(record: StepRecord): string {
   const { module, args } = boundAction(record.step);
   const risk = record.evaluation?.risk ?? '-';
@@ -107,8 +115,11 @@ export function summaryLine(record: StepRecord): string {
   const blocked = record.blockedBy
     ? `  blocked by ${line(record.blockedBy.stepId)} (${statusWords(record.blockedBy.status).toLowerCase()})`
     : '';
+  const lost = record.contentLost
+    ? `  ${CONTENT_LOST_LABEL.toUpperCase()} (${record.contentLost.blob === null ? 'body' : 'blob'} ${record.contentLost.why})`
+    : '';
   // The status in the window's words ("Waiting for you"), not its state name: `--json` keeps the name.
-  return `${line(record.step.id)}  ${statusWords(record.status).padEnd(16)} ${risk.padEnd(8)} ${line(module.summarize(args))}${proposer}${preview}${blocked}`;
+  return `${line(record.step.id)}  ${statusWords(record.status).padEnd(16)} ${risk.padEnd(8)} ${line(actionWords(record, () => module.summarize(args)))}${proposer}${preview}${blocked}${lost}`;
 }
 
 /** A time limit in words; without the policy's limits (not readable), what the step asked for. */
@@ -182,9 +193,10 @@ export function detailText(record: StepRecord, limits?: RunTimeLimits): string {
   const runs = whatRunsLines(record.step, limits);
   const lines = [
     `Step     ${line(record.step.id)} (plan ${line(record.step.planId)}, position ${record.position + 1})`,
-    `Action   ${line(module.summarize(args))}`,
+    `Action   ${line(actionWords(record, () => module.summarize(args)))}`,
     ...runs.facts,
-    `Status   ${statusWords(record.status)}`,
+    `Status   ${statusWords(record.status)}${record.contentLost ? ` — ${CONTENT_LOST_LABEL.toLowerCase()}` : ''}`,
+    ...(record.contentLost ? [`Content  LOST: ${contentLostWords(record.contentLost, record.status)}`] : []),
     `Origin   ${meta.origin}${meta.client ? ` (${line(meta.client)})` : ''}${meta.agent ? ` [${line(meta.agent)}]` : ''}`,
   ];
   if (meta.purpose) lines.push(`Purpose  ${line(meta.purpose)}`);

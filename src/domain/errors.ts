@@ -46,6 +46,8 @@ export type ErrorCode =
   | 'NATIVE_MODULE_MISSING'
   /** The step ran, but the database lost the records of its run (its WAL was lost after a crash): it is never run again on its own. */
   | 'RECORDS_LOST'
+  /** A large write's content (its backup blob) is missing or damaged: the step cannot be approved or run; details name the blob. */
+  | 'STEP_CONTENT_LOST'
   | 'POLICY_INVALID'
   | 'AUDIT_WRITE_FAILED'
   | 'AUDIT_KEY_MISSING'

@@ -1,6 +1,7 @@
 import type { Actor } from './actor.js';
 import type { CodeRunResult } from './code-run.js';
 import type { DirectoryRevertOutcome } from './created-directory.js';
+import type { ContentLost } from './content-lost.js';
 import type { ErrorShape } from './errors.js';
 import type { Evaluation } from './risk.js';
 import type { StepStatus } from './state-machine.js';
@@ -189,6 +190,11 @@ export interface StepRecord {
   planPurpose?: string;
   /** Present once the person changed the step before approving it (per-hunk approval or an edit): what they changed. */
   edit?: PersonEdit;
+  /**
+   * Present when a large write's content (its backup blob) is missing or damaged (content-lost.ts): the step's
+   * `args.content` is then empty, never the real content, and the step can no longer be approved or run.
+   */
+  contentLost?: ContentLost;
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { ContentLost } from './content-lost.js';
 import type { Actor } from './actor.js';
 import { codeExcerptOf, type CodeExcerpt } from './code-excerpt.js';
 import type { ErrorShape } from './errors.js';
@@ -60,6 +61,8 @@ export interface StepSummary {
   planPurpose?: string;
   /** The file a write or a delete changes, as the step names it: the queue links steps that change the same file. */
   targetPath?: string;
+  /** Present when a large write's content (its backup blob) is missing or damaged: it can no longer be approved or run (content-lost.ts). */
+  contentLost?: ContentLost;
 }
 
 /** The parts of a step record a summary is made from. The repository reads only these, never a preview or an output. */
@@ -85,6 +88,7 @@ export interface SummarySource {
   codeExcerpt?: CodeExcerpt;
   /** Why its plan was proposed (the plan's purpose), when the proposer said. */
   planPurpose?: string;
+  contentLost?: ContentLost;
 }
 
 /** Actions whose effects Executor can put back (the action modules' `reversible`, said here for the domain). */
@@ -162,5 +166,6 @@ export function toStepSummary(source: SummarySource, roots: readonly string[] = 
     ...excerptOf(source),
     ...(source.planPurpose ? { planPurpose: oneLine(source.planPurpose, SUMMARY_PURPOSE_MAX_CHARACTERS) } : {}),
     ...targetOf(step),
+    ...(source.contentLost ? { contentLost: source.contentLost } : {}),
   };
 }

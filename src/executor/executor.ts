@@ -1,3 +1,5 @@
+import { HOST_ORPHAN_SWEEPS, OrphanSweeps, type OrphanSweepSchedule } from './orphan-sweeps.js';
+import type { OrphanSweepOutcome } from '../backup/blob-collector.js';
 import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -102,6 +104,11 @@ export interface ExecutorOptions extends ExecutorSeams {
   checkpointOffThread?: boolean;
   /** How long a request holds background work back, and how long background work defers at most (tests lengthen them). */
   requestGate?: RequestGateOptions;
+  /**
+   * Collect orphan blobs (blob-collector.ts) soon after opening and then on this schedule: the host does
+   * (HOST_ORPHAN_SWEEPS); a one-command CLI process does not.
+   */
+  orphanSweeps?: OrphanSweepSchedule;
 }
 
 export const AUDIT_HEARTBEAT_MS = 15 * 60 * 1000;
@@ -139,6 +146,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private readonly decisions: DecisionsRoom;
   private readonly execution: ExecutionRoom;
   private readonly expiry: ExpiryRoom;
+  /** The host's sweeps of orphan blobs, when it asked for them (orphanSweeps). */
+  private orphans: OrphanSweeps | undefined;
   private readonly reverts: RevertsRoom;
   private readonly recovery: RecoveryRoom;
   private readonly auditDesk: AuditDesk;
@@ -266,6 +275,10 @@ export class Executor extends EventEmitter<ExecutorEvents> {
         }
       }
       watch.start(DATA_DIR_WATCH_MS);
+      if (options.orphanSweeps) {
+        executor.orphans = new OrphanSweeps(executor.desk, options.orphanSweeps);
+        executor.orphans.start();
+      }
       return executor;
     } catch (error) {
       if (db && isNoSpace(error)) giveBackWal(db);
@@ -282,6 +295,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   close(): void {
     if (this.desk.closed) return;
     this.desk.closed = true;
+    this.orphans?.close();
     this.desk.hold.close();
     this.watch?.stop();
     if (this.watch?.lost) return this.closeLost();
@@ -628,6 +642,14 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
 
   // Reads (step-desk.ts)
+
+  /**
+   * Collects the blobs no row names and nothing in this process holds (blob-collector.ts), now; `graceMs`: how young
+   * an unnamed blob may be and still go (default: the host's hour). What was taken and kept.
+   */
+  collectOrphanBlobs(graceMs = HOST_ORPHAN_SWEEPS.graceMs): Promise<OrphanSweepOutcome> {
+    return (this.orphans ?? new OrphanSweeps(this.desk, HOST_ORPHAN_SWEEPS)).sweep(graceMs);
+  }
 
   getStep(stepId: string): StepRecord {
     return this.desk.steps.get(stepId);

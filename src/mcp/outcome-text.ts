@@ -1,3 +1,4 @@
+import { contentLostWords } from '../domain/content-lost.js';
 import type { Channel } from '../domain/actor.js';
 import { editDetailText } from '../domain/person-edit.js';
 import { AGENT_CANCEL_REASON, noPreviewWhy, type StepRecord } from '../domain/step-record.js';
@@ -89,7 +90,15 @@ export interface HeldByPause {
 
 /** The sentence a model reads about one step: the verdict first, then what it needs to act on it. */
 export function stepOutcomeText(record: StepRecord, maxChars = MAX_OUTPUT_CHARS, held?: HeldByPause): string {
-  const sentence = verdictText(record, maxChars, held);
+  const verdict = verdictText(record, maxChars, held);
+  // Said on the line after the verdict (which stays what models parse): the step can never be approved, so waiting is pointless.
+  const sentence = record.contentLost
+    ? verdict.replace(
+        /^[^\n]*/,
+        (first) =>
+          `${first}\nCONTENT LOST: ${contentLostWords(record.contentLost!, record.status)} Propose the write again if it is still wanted.`,
+      )
+    : verdict;
   // The person's change goes after the verdict's first line, which stays what models parse.
   if (!record.edit) return sentence;
   const [first, ...rest] = sentence.split('\n');

@@ -1,6 +1,8 @@
 import { canonicalJson } from '../domain/canonical-json.js';
 import { wellFormed } from '../domain/json-limits.js';
 import type { Step } from '../domain/step.js';
+import type { ContentLostWhy } from '../domain/content-lost.js';
+import { BlobMismatchError } from '../fs/blob-mismatch.js';
 
 /*
  * Where a step's JSON is stored. SQLite rewrites a whole row (its overflow pages too) for any UPDATE, and a
@@ -66,4 +68,18 @@ export function withContent(rowJson: string, content: string): Step {
 /** Reads a blob of the data directory's backups by its sha256 (checked against it). */
 export interface ContentBlobs {
   get(hash: string): Buffer;
+  has(hash: string): boolean;
+  /** What the blob's file is now (size, time, inode) without reading it, or null when it is gone: a damaged one is not hashed again until it changes. */
+  stamp(hash: string): string | null;
+}
+
+/** A content blob's bytes, or why it cannot be given back: gone, no longer its hash's (damaged, cut short), or unreadable. */
+export function readContentBlob(blobs: ContentBlobs, hash: string): Buffer | ContentLostWhy {
+  try {
+    return blobs.get(hash);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return 'missing';
+    return error instanceof BlobMismatchError ? 'corrupt' : 'unreadable';
+  }
 }

@@ -16,8 +16,9 @@ import { EXCERPT_HEAD_CHARACTERS, excerptOfHead } from '../domain/code-excerpt.j
 import { randomInt } from 'node:crypto';
 import type { Db } from './database.js';
 import type { Statement } from 'better-sqlite3';
-import { consentExpiry, decodeCursor, encodeCursor, parseJson, ParsedSteps, toRecord, type StepRow } from './step-rows.js';
-import { rowJsonOf, storedStep, withContent, type ContentBlobs } from './step-bodies.js';
+import { consentExpiry, decodeCursor, encodeCursor, parseJson, ParsedSteps, toRecord, type LoadedBody, type StepRow } from './step-rows.js';
+import { readContentBlob, rowJsonOf, storedStep, withContent, type ContentBlobs } from './step-bodies.js';
+import { contentLostError, type ContentLost } from '../domain/content-lost.js';
 import { ParsedPreviews, storedPreview } from './step-previews.js';
 
 /** Fields a transition may set alongside the new status. */
@@ -133,6 +134,8 @@ interface SummaryRow {
   /** A runCode step's code: its first characters, and how many lines it has (the row's excerpt, without reading all of it). */
   code_head: string | null;
   code_lines: number | null;
+  /** The blob a large write's content is kept in (step-bodies.ts); null for every other step. */
+  content_blob: string | null;
 }
 
 /**
@@ -154,7 +157,8 @@ const SELECT_SUMMARIES = `SELECT steps.step_id, steps.plan_id, steps.position, s
   json_array_length(steps.result_json, '$.files') AS files_count,
   json_extract(steps.run_times_json, '$.realRun.durationMs') AS real_run_ms,
   steps.error_json, steps.created_at, steps.updated_at, steps.started_at, steps.finished_at, steps.reverted_at,
-  steps.consent_held_ms, plans.consent_expiry_seconds, plans.purpose AS plan_purpose
+  steps.consent_held_ms, plans.consent_expiry_seconds, plans.purpose AS plan_purpose,
+  CASE WHEN steps.body_apart = 1 THEN (SELECT content_blob FROM step_bodies WHERE step_bodies.step_id = steps.step_id) END AS content_blob
   FROM steps JOIN plans ON plans.plan_id = steps.plan_id`;
 
 /** The label filter's expression: the same text as the steps_client index, so SQLite uses it. */
@@ -274,42 +278,80 @@ export class StepRepository {
     return toRecord(row, this.consentExpirySeconds(), this.parsed, this.previews);
   }
 
+  /**
+   * Steps whose content blob this process found missing or damaged (content-lost.ts), by id: a listing of
+   * summaries checks a blob's presence alone (a stat), and a damaged one is known only once it was read.
+   */
+  private readonly lostContents = new Map<string, ContentLost>();
+  /** Content blobs found damaged, by hash, with what their file was then (ContentBlobs.stamp). */
+  private readonly damagedBlobs = new Map<string, { stamp: string; lost: ContentLost }>();
+
   /** A large step's full body (step-bodies.ts), parsed; read only when its parsed step is not cached. */
-  private readonly loadBody = (stepId: string): unknown => {
+  private readonly loadBody = (stepId: string, rowJson: string): LoadedBody => {
     const row = this.statement('SELECT step_json, content_blob FROM step_bodies WHERE step_id = ?').get(stepId) as
       { step_json: string; content_blob: string | null } | undefined;
-    if (!row)
-      throw new ExecutorError(
-        'DATABASE_CORRUPT',
-        `The stored body of step ${stepId} is missing from step_bodies; the database is damaged.`,
-        { stepId },
-      );
-    if (row.content_blob === null) return JSON.parse(row.step_json) as unknown;
+    if (!row) {
+      // The database lost the body (a damaged step_bodies): its row still says what the step is, without its content.
+      const lost: ContentLost = { blob: null, why: 'missing' };
+      this.lostContents.set(stepId, lost);
+      return { body: withContent(rowJson, ''), contentBlob: null, contentLost: lost };
+    }
+    if (row.content_blob === null) return { body: JSON.parse(row.step_json) as unknown, contentBlob: null };
     const stepWithout = JSON.parse(row.step_json) as Step;
-    return withContent(
-      row.step_json,
-      this.contentOf(stepId, row.content_blob, stepWithout.action === 'writeFile' && stepWithout.args.encoding === 'base64'),
-    );
+    // Found damaged before and not changed since: not read and hashed again (a 10 MB blob, at every listing).
+    const stamp = this.contentBlobs?.stamp(row.content_blob) ?? null;
+    const known = this.damagedBlobs.get(row.content_blob);
+    if (stamp !== null && known?.stamp === stamp)
+      return { body: withContent(row.step_json, ''), contentBlob: row.content_blob, contentLost: known.lost };
+    const content = this.contentOf(row.content_blob, stepWithout.action === 'writeFile' && stepWithout.args.encoding === 'base64');
+    if (typeof content !== 'string') {
+      if (content.why === 'corrupt' && stamp !== null) this.damagedBlobs.set(row.content_blob, { stamp, lost: content });
+      this.lostContents.set(stepId, content);
+      // Empty, never a guess: the record says contentLost, and nothing approves or runs such a step.
+      return { body: withContent(row.step_json, ''), contentBlob: row.content_blob, contentLost: content };
+    }
+    this.lostContents.delete(stepId);
+    return { body: withContent(row.step_json, content), contentBlob: row.content_blob };
   };
 
-  /** A large write's content from its blob in the data directory's backups (step-bodies.ts), or a typed refusal. */
-  private contentOf(stepId: string, hash: string, base64: boolean): string {
-    let bytes: Buffer;
-    try {
-      if (!this.contentBlobs) throw new Error("this reader was opened without the data directory's backups");
-      bytes = this.contentBlobs.get(hash);
-    } catch (error) {
-      throw new ExecutorError(
-        'DATABASE_CORRUPT',
-        `The content of step ${stepId} is kept in the backup blob ${hash}, which could not be read (${(error as Error).message}); ` +
-          'the data directory is damaged: restore its blobs folder from a backup of the data directory.',
-        { stepId, blob: hash },
-      );
-    }
-    return bytes.toString(base64 ? 'base64' : 'utf8');
+  /** A large step's whole body, for a record that must keep it (the first proposal of an edited step); refused when its content is lost. */
+  private keptBody(stepId: string, rowJson: string): unknown {
+    const loaded = this.loadBody(stepId, rowJson);
+    if (loaded.contentLost) throw contentLostError(stepId, loaded.contentLost, 'changed');
+    return loaded.body;
   }
 
-  private readonly parsed = new ParsedSteps(this.loadBody);
+  /** A large write's content from its blob in the data directory's backups (step-bodies.ts), checked against its hash; or why it is lost. */
+  private contentOf(hash: string, base64: boolean): string | ContentLost {
+    if (!this.contentBlobs) return { blob: hash, why: 'unreadable' };
+    const read = readContentBlob(this.contentBlobs, hash);
+    return Buffer.isBuffer(read) ? read.toString(base64 ? 'base64' : 'utf8') : { blob: hash, why: read };
+  }
+
+  /** The blob a large write's content is kept in (step-bodies.ts), or null when the step keeps its content in the database. */
+  contentBlobOf(stepId: string): string | null {
+    const row = this.statement('SELECT content_blob FROM step_bodies WHERE step_id = ?').get(stepId) as
+      { content_blob: string | null } | undefined;
+    return row?.content_blob ?? null;
+  }
+
+  /**
+   * Records that a step's content blob was found lost where it was read for a run (a damaged blob is seen only by its
+   * hash): its parsed step is dropped, so every reader from now on sees the step as content lost.
+   */
+  contentFoundLost(stepId: string, lost: ContentLost): void {
+    this.lostContents.set(stepId, lost);
+    this.parsed.forget(stepId);
+  }
+
+  /** Whether a listed step's content is lost: its blob gone (a stat), or found damaged (or its body gone) by an earlier read. */
+  private contentLostOf(stepId: string, contentBlob: string | null): ContentLost | undefined {
+    if (contentBlob === null) return this.lostContents.get(stepId);
+    if (this.contentBlobs && !this.contentBlobs.has(contentBlob)) return { blob: contentBlob, why: 'missing' };
+    return this.lostContents.get(stepId);
+  }
+
+  private readonly parsed = new ParsedSteps(this.loadBody, (hash) => this.contentBlobs?.has(hash) ?? false);
 
   /** A large preview's JSON (step-previews.ts), read only when its parsed preview is not cached. */
   private readonly loadPreview = (previewRef: number): string => {
@@ -484,7 +526,7 @@ export class StepRepository {
             rowJson,
             blob,
           );
-          this.parsed.remember(kept, hash);
+          this.parsed.remember(kept, hash, blob);
         } else {
           const stored = storedStep(step);
           // A large step is hashed on the object its stored JSON parses to, and that object cached: the executor's
@@ -638,6 +680,7 @@ export class StepRepository {
       const consentExpiresAt = consentExpiry(row as unknown as StepRow, policySeconds);
       const result = parseJson<Record<string, unknown>>(row.result_json);
       if (result && row.files_count !== null) result.files = new Array<null>(row.files_count).fill(null);
+      const contentLost = this.contentLostOf(row.step_id, row.content_blob);
       return toStepSummary(
         {
           step: {
@@ -664,6 +707,7 @@ export class StepRepository {
           ...(row.code_head === null || row.code_lines === null ? {} : { codeExcerpt: excerptOfHead(row.code_head, row.code_lines) }),
           ...(consentExpiresAt ? { consentExpiresAt } : {}),
           ...(row.plan_purpose ? { planPurpose: row.plan_purpose } : {}),
+          ...(contentLost ? { contentLost } : {}),
         },
         roots,
       );
@@ -779,11 +823,7 @@ export class StepRepository {
       // A large step's body is apart (step-bodies.ts): read and parsed once, like every other step's JSON.
       step:
         this.parsed.cached(row.step_id, row.step_hash) ??
-        this.parsed.parse(
-          row.step_id,
-          row.step_hash,
-          row.body_apart ? null : (rowJson.get(row.step_id) as { step_json: string }).step_json,
-        ),
+        this.parsed.of({ ...row, step_json: (rowJson.get(row.step_id) as { step_json: string }).step_json }),
       status: row.status,
       position: row.position,
       preview: this.previews.of(row),
@@ -967,7 +1007,7 @@ export class StepRepository {
         stored.bodyJson === null ? 0 : 1,
         stepHash(revised),
         canonicalJson(edit),
-        row.proposed_step_json ?? (row.body_apart ? canonicalJson(this.loadBody(stepId)) : row.step_json),
+        row.proposed_step_json ?? (row.body_apart ? canonicalJson(this.keptBody(stepId, row.step_json)) : row.step_json),
         stepId,
       );
     this.storeBody(stepId, stored.bodyJson);

@@ -1,4 +1,5 @@
 import type { Actor } from '../domain/actor.js';
+import type { ContentLost } from '../domain/content-lost.js';
 import { ExecutorError, type ErrorShape } from '../domain/errors.js';
 import type { Evaluation } from '../domain/risk.js';
 import { EXPIRING_STATUSES, type StepStatus } from '../domain/state-machine.js';
@@ -50,8 +51,22 @@ export interface StepRow {
   body_apart?: number;
 }
 
-/** Reads a step's full body from step_bodies (for a row with body_apart = 1), parsed. */
-export type BodyLoader = (stepId: string) => unknown;
+/**
+ * A step's full body from step_bodies (for a row with body_apart = 1), parsed; `contentBlob` names the blob its
+ * content came from (step-bodies.ts). `contentLost`: that blob could not be read back, and `body` holds the step
+ * with empty content (content-lost.ts).
+ */
+export interface LoadedBody {
+  body: unknown;
+  contentBlob: string | null;
+  contentLost?: ContentLost;
+}
+
+/** `rowJson`: the step as its row holds it (without its content), for a body the database lost. */
+export type BodyLoader = (stepId: string, rowJson: string) => LoadedBody;
+
+/** Whether a blob of the data directory's backups is there (a stat, not a read: a listing must stay cheap). */
+export type BlobPresence = (hash: string) => boolean;
 
 /**
  * When a step waiting for consent (or holding an unused approval) expires: the shorter of the
@@ -84,20 +99,54 @@ const PARSED_SMALL_CHARS = 4 * 1024 * 1024;
  * Per repository, not per process: another database's step of the same id is not this one.
  */
 export class ParsedSteps {
-  private readonly large = new Map<string, Step>();
+  /** Large steps by id and hash, with the blob their content is kept in (null: their body holds it). */
+  private readonly large = new Map<string, { step: Step; contentBlob: string | null }>();
   private readonly small = new Map<string, { step: Step; chars: number }>();
   private smallChars = 0;
 
-  constructor(private readonly loadBody: BodyLoader) {}
+  constructor(
+    private readonly loadBody: BodyLoader,
+    private readonly blobPresent: BlobPresence = () => true,
+  ) {}
 
-  /** The step parsed already, without reading anything. */
+  /**
+   * The step parsed already, without reading anything. A large step whose content blob went away since it was
+   * cached is dropped: it is read again (content lost), so every reader sees what the disk holds, not what
+   * this process remembered of it.
+   */
   cached(stepId: string, hash: string): Step | undefined {
     const key = `${stepId}\u0000${hash}`;
-    return this.large.get(key) ?? this.small.get(key)?.step;
+    const large = this.large.get(key);
+    if (large) {
+      if (large.contentBlob === null || this.blobPresent(large.contentBlob)) return large.step;
+      this.large.delete(key);
+      return undefined;
+    }
+    return this.small.get(key)?.step;
   }
 
   of(row: Pick<StepRow, 'step_id' | 'step_hash' | 'step_json' | 'body_apart'>): Step {
-    return this.cached(row.step_id, row.step_hash) ?? this.parse(row.step_id, row.step_hash, row.body_apart ? null : row.step_json);
+    return this.withContentState(row).step;
+  }
+
+  /** Drops a step's parsed copies (its content blob was found damaged: it is read again, and found lost). */
+  forget(stepId: string): void {
+    for (const key of [...this.large.keys()]) if (key.startsWith(`${stepId}\u0000`)) this.large.delete(key);
+  }
+
+  /** The step, and whether its content is lost (content-lost.ts): a lost one is never cached, so a restored blob is seen. */
+  withContentState(row: Pick<StepRow, 'step_id' | 'step_hash' | 'step_json' | 'body_apart'>): { step: Step; contentLost?: ContentLost } {
+    const cached = this.cached(row.step_id, row.step_hash);
+    if (cached) return { step: cached };
+    if (!row.body_apart) return { step: this.parse(row.step_id, row.step_hash, row.step_json) };
+    const loaded = this.loadBody(row.step_id, row.step_json);
+    if (loaded.contentLost && !StepSchema.safeParse(loaded.body).success)
+      throw new ExecutorError('DATABASE_CORRUPT', `The stored step ${row.step_id} cannot be read back; the database is damaged.`, {
+        stepId: row.step_id,
+      });
+    StepSchema.parse(loaded.body);
+    if (loaded.contentLost) return { step: loaded.body as Step, contentLost: loaded.contentLost };
+    return { step: this.remember(loaded.body as Step, row.step_hash, loaded.contentBlob) };
   }
 
   /**
@@ -107,9 +156,10 @@ export class ParsedSteps {
    */
   parse(stepId: string, hash: string, rowJson: string | null): Step {
     // A large step's body is read only here, on a miss: a cached step costs its small row alone.
-    const stored = rowJson === null ? this.loadBody(stepId) : (JSON.parse(rowJson) as unknown);
+    if (rowJson === null) throw new Error('a large step is parsed from its row (withContentState)');
+    const stored = JSON.parse(rowJson) as unknown;
     StepSchema.parse(stored);
-    return rowJson === null ? this.remember(stored as Step, hash) : this.rememberSmall(stored as Step, hash, rowJson.length);
+    return this.rememberSmall(stored as Step, hash, rowJson.length);
   }
 
   /**
@@ -117,9 +167,9 @@ export class ParsedSteps {
    * that follow its proposal neither read its body again nor hash it again (stepHash memoizes per object:
    * the hash the repository stored was computed on this very object). The caller validated it.
    */
-  remember(step: Step, hash: string): Step {
+  remember(step: Step, hash: string, contentBlob: string | null = null): Step {
     if (this.large.size >= PARSED_LARGE_STEPS) this.large.delete(this.large.keys().next().value!);
-    this.large.set(`${step.id}\u0000${hash}`, step);
+    this.large.set(`${step.id}\u0000${hash}`, { step, contentBlob });
     return step;
   }
 
@@ -146,12 +196,14 @@ export class ParsedSteps {
 export function toRecord(row: StepRow, policyExpirySeconds: number, parsed: ParsedSteps, previews: ParsedPreviews): StepRecord {
   const approvedBy = parseJson<Actor>(row.approved_by_json);
   const consentExpiresAt = consentExpiry(row, policyExpirySeconds);
+  const { step, contentLost } = parsed.withContentState(row);
   return {
     approval:
       approvedBy && row.approved_at && row.approved_step_hash
         ? { at: row.approved_at, by: approvedBy, previewHash: row.approved_preview_hash, stepHash: row.approved_step_hash }
         : null,
     ...(consentExpiresAt ? { consentExpiresAt } : {}),
+    ...(contentLost ? { contentLost } : {}),
     createdAt: row.created_at,
     ...(row.edit_json === null ? {} : { edit: parseJson<PersonEdit>(row.edit_json)! }),
     error: parseJson<ErrorShape>(row.error_json),
@@ -169,7 +221,7 @@ export function toRecord(row: StepRow, policyExpirySeconds: number, parsed: Pars
     ...(row.run_times_json === null ? {} : { runTimes: parseJson<RunTimes>(row.run_times_json)! }),
     startedAt: row.started_at,
     status: row.status,
-    step: parsed.of(row),
+    step,
     stepHash: row.step_hash,
     updatedAt: row.updated_at,
   };

@@ -75,23 +75,3 @@ export function databaseCorruption(error: unknown, dataDir: string, file = path.
 export function dataDirFailure(error: unknown, dataDir: string): unknown {
   return databaseCorruption(dataDirStorageFailure(error, dataDir), dataDir);
 }
-
-/**
- * A proposal is refused before it is stored when the data directory's disk could not hold it through
- * its whole life: its row goes to the WAL, is copied into executor.db at the next checkpoint, and a
- * write's content comes back as a backup blob. Stored with less room, the step would be kept (and the
- * proposer told STORAGE_FULL by its preview) with a WAL the full disk cannot give back.
- */
-export function assertRoomForProposal(dataDir: string, proposalBytes: number): void {
-  const free = freeBytesAt(dataDir);
-  // No fixed margin: a small proposal on a nearly full disk goes on to meet the disk where it does, and says so truly.
-  const needed = 3 * proposalBytes;
-  if (free === null || free >= needed) return;
-  throw new ExecutorError(
-    'STORAGE_FULL',
-    `The disk holding the data directory ${dataDir} has ${formatBytes(free)} free, too little to keep a proposal of ${formatBytes(proposalBytes)} ` +
-      `(it needs about ${formatBytes(needed)}: the step, its copy at the next checkpoint and its backup); nothing was proposed. ` +
-      'Free some space on that disk (or point --data-dir / EXECUTOR_DATA_DIR at a disk with room) and try again.',
-    { dataDir, path: dataDir, neededBytes: needed, freeBytes: free },
-  );
-}

@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
 import { ExecutorError, isDatabaseCorrupt } from '../../domain/errors.js';
+import { missingBlobs, missingBlobsWords } from '../../store/blob-references.js';
 import { checkDatabaseIntegrity, integrityWords, type IntegrityFinding } from './database-integrity.js';
 import { DATABASE_FILE, type Db } from '../../store/database.js';
 import { openAuditDatabaseReadOnly } from '../log/audit-reader.js';
@@ -102,6 +103,17 @@ export async function verifyDataDir(dataDir: string, options: VerifyDataDirOptio
     db.close();
     throw error;
   }
+  // Read before the log is verified (which closes the database): what the steps name that blobs/ lacks.
+  let lostBlobs: string | null;
+  try {
+    lostBlobs = missingBlobsWords(missingBlobs(db, path.join(dataDir, 'blobs')));
+  } catch (error) {
+    if (!isDatabaseCorrupt(error)) {
+      db.close();
+      throw error;
+    }
+    lostBlobs = null;
+  }
   let report: VerifyReport;
   try {
     report = await verifyOpenDataDir(dataDir, db, options);
@@ -116,6 +128,7 @@ export async function verifyDataDir(dataDir: string, options: VerifyDataDirOptio
     else report.problem = { code: 'DATABASE_CORRUPT', seq: 0, message: words };
     report.ok = false;
   }
+  if (lostBlobs) report.warnings.push(lostBlobs);
   if (report.unsealedTail > 0)
     report.warnings.push(
       `the last ${report.unsealedTail} record(s) (seq ${report.lastCheckpointSeq + 1}..${report.headSeq}) come after the newest checkpoint: ` +

@@ -1,3 +1,4 @@
+import { contentLostError } from '../../domain/content-lost.js';
 import { randomBytes } from 'node:crypto';
 import { boundAction } from '../../actions/registry.js';
 import type { Actor } from '../../domain/actor.js';
@@ -68,6 +69,8 @@ export class DecisionsRoom {
   ): Promise<StepRecord> {
     this.desk.assertNotPaused(`step ${stepId} cannot be approved while they are stopped`);
     const record = this.desk.steps.get(stepId);
+    // What it would write is not known any more: no yes can bind to it (it can still be rejected or expire).
+    if (record.contentLost) throw contentLostError(stepId, record.contentLost, 'approved');
     if (options.hunks !== undefined) {
       if (isAgentActor(actor)) throw new ExecutorError('IPC_FORBIDDEN', 'Only the person may approve part of a step.', { stepId });
       return this.approveHunks(record, actor, options.hunks, options);
@@ -243,6 +246,7 @@ export class DecisionsRoom {
     // An edit is weighed and previewed again (a dry run): nothing starts while agents are stopped.
     this.desk.assertNotPaused(`step ${stepId} cannot be edited while they are stopped (its new version would be previewed in the sandbox)`);
     const record = this.desk.steps.get(stepId);
+    if (record.contentLost) throw contentLostError(stepId, record.contentLost, 'edited');
     this.assertDecidable(record, 'edited');
     if (change.stepHash !== undefined && change.stepHash !== record.stepHash) {
       throw new ExecutorError('STEP_CHANGED', `Step ${stepId} changed since you opened it for editing; look at it again.`, { stepId });

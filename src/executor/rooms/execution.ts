@@ -1,3 +1,4 @@
+import { contentLostError, type ContentLost } from '../../domain/content-lost.js';
 import type { ActionContext, ReadyRun } from '../../actions/action-module.js';
 import { boundAction } from '../../actions/registry.js';
 import type { DirectoryLedger } from '../../fs/created-directories.js';
@@ -59,9 +60,17 @@ export class ExecutionRoom {
     const record = this.desk.steps.get(stepId);
     // Held by the stop switch: it stays approved and runs (if its approval still holds) once the person resumes.
     if (this.desk.paused) return record;
+    // Approved, then its content was lost (content-lost.ts): it ends here, before anything runs, and says why.
+    if (record.status === 'approved' && record.contentLost)
+      return this.failBeforeStart(stepId, actor, contentLostError(stepId, record.contentLost, 'run'));
     this.assertRunnable(record);
     // Held on a full data directory: no step starts before its records can be written (fail closed).
     if (this.desk.hold.active) throw this.desk.holdForStorage(this.desk.hold.error(), { stepId, planId: record.step.planId });
+    const lost = await this.contentLostForRun(stepId);
+    if (lost) {
+      if (this.desk.steps.currentStatus(stepId) !== 'approved') return this.desk.steps.get(stepId);
+      return this.failBeforeStart(stepId, actor, contentLostError(stepId, lost, 'run'));
+    }
     // Asked to run directly (executeStep) on an approval given before an earlier step ended without running: the person decides again.
     // Only the earlier steps that broke the plan are read: a plan of 500 steps is not read whole for each of its steps.
     const broken = latestBreak(this.desk.steps.allBefore(record.step.planId, record.position, PLAN_BREAKING_STATUSES));
@@ -349,6 +358,24 @@ export class ExecutionRoom {
       diffs.push(same ? same.diff : (await previewFileChangeOffLoop(change)).diff);
     }
     return diffs;
+  }
+
+  /**
+   * A large write's content blob checked by its hash where the run reads it (step-bodies.ts): its run writes the
+   * content and keeps the blob as the backup of what it wrote, and a blob damaged since the proposal (cut short,
+   * changed on disk) must neither stand as that backup nor go unsaid. Null when the content is whole (or kept in the database).
+   */
+  private async contentLostForRun(stepId: string): Promise<ContentLost | null> {
+    const blob = this.desk.steps.contentBlobOf(stepId);
+    if (blob === null) return null;
+    const verdict = await this.desk.blobs.verify(blob);
+    if (verdict === 'ok') return null;
+    const lost = { blob, why: verdict };
+    this.desk.steps.contentFoundLost(stepId, lost);
+    this.desk.log(
+      `executor: step ${stepId}: its content blob ${blob} ${verdict === 'missing' ? 'is missing' : `is ${verdict}`}; it will not run`,
+    );
+    return lost;
   }
 
   private assertRunnable(record: StepRecord): void {

@@ -10,7 +10,8 @@ import { stepHash, type Step } from '../../domain/step.js';
 import type { EffectRating } from '../../policy/command-effects.js';
 import { loadShellParser } from '../../policy/shell-parser.js';
 import { storeStepContents } from '../../backup/step-contents.js';
-import { assertRoomForProposal, dataDirFailure, isNoSpace } from '../../store/storage-errors.js';
+import { dataDirFailure, isNoSpace } from '../../store/storage-errors.js';
+import { assertRoomForPlan } from '../proposal-room.js';
 import { PreviewQueue } from '../preview-queue.js';
 import { DEFERRABLE, keptPreviewError, PENDING, POLICY_ACTOR, previewHashOf, type StepDesk } from '../step-desk.js';
 
@@ -163,36 +164,43 @@ export class ProposalsRoom {
     try {
       // An agent over its limits is refused before its plan is weighed (and again in the commit, where it counts).
       if (actor.channel === 'mcp') this.assertWithinAgentLimits(actor, plan.steps.length);
-      assertRoomForProposal(desk.dataDir, proposalBytes(plan.steps));
+      assertRoomForPlan(desk.dataDir, plan.steps, desk.policy.workspaceRoots);
       const weighed = await this.weighPlan(plan.steps);
       // A large write's content goes to the backups (on disk) before its step is stored: a denied step's is not kept.
-      let contents: Map<string, string>;
+      // Leased until the commit has settled: the collector of orphans never takes a blob a row is about to name.
+      const lease = desk.blobs.lease();
       try {
-        contents = await storeStepContents(
-          desk.blobs,
-          plan.steps.filter((_step, index) => weighed[index]!.allowed),
-        );
-      } catch (error) {
-        throw dataDirFailure(error, desk.dataDir);
-      }
-      // One transaction for the whole plan, shared with proposals that arrived together (grouped-commit.ts).
-      changed = await this.desk.commits.run(() => {
-        // Checked again in the commit itself: a pause that came while this proposal waited for it holds for it too.
-        desk.assertNotPaused('new proposals are refused until they resume; nothing was proposed');
-        if (actor.channel === 'mcp') this.assertWithinAgentLimits(actor, plan.steps.length);
-        desk.steps.insertPlan(plan, actor, contents);
-        const records: StepRecord[] = [];
-        // The policy was read again while the plan was weighed (a setting or a remembered rule changed):
-        // the verdicts stored are the policy's in force now, weighed again here in one stretch.
-        const evaluations = desk.policy === weighedUnder ? weighed : this.weighPlanNow(plan.steps);
-        for (const [index, step] of plan.steps.entries()) {
-          const evaluation = evaluations[index]!;
-          records.push(desk.steps.transition(step.id, 'evaluated', POLICY_ACTOR, { evaluation }, { detail: { evaluation } }));
-          if (!evaluation.allowed)
-            records.push(desk.steps.transition(step.id, 'denied', POLICY_ACTOR, {}, { detail: { reasons: evaluation.reasons } }));
+        let contents: Map<string, string>;
+        try {
+          contents = await storeStepContents(
+            desk.blobs,
+            plan.steps.filter((_step, index) => weighed[index]!.allowed),
+            lease,
+          );
+        } catch (error) {
+          throw dataDirFailure(error, desk.dataDir);
         }
-        return records;
-      });
+        // One transaction for the whole plan, shared with proposals that arrived together (grouped-commit.ts).
+        changed = await this.desk.commits.run(() => {
+          // Checked again in the commit itself: a pause that came while this proposal waited for it holds for it too.
+          desk.assertNotPaused('new proposals are refused until they resume; nothing was proposed');
+          if (actor.channel === 'mcp') this.assertWithinAgentLimits(actor, plan.steps.length);
+          desk.steps.insertPlan(plan, actor, contents);
+          const records: StepRecord[] = [];
+          // The policy was read again while the plan was weighed (a setting or a remembered rule changed):
+          // the verdicts stored are the policy's in force now, weighed again here in one stretch.
+          const evaluations = desk.policy === weighedUnder ? weighed : this.weighPlanNow(plan.steps);
+          for (const [index, step] of plan.steps.entries()) {
+            const evaluation = evaluations[index]!;
+            records.push(desk.steps.transition(step.id, 'evaluated', POLICY_ACTOR, { evaluation }, { detail: { evaluation } }));
+            if (!evaluation.allowed)
+              records.push(desk.steps.transition(step.id, 'denied', POLICY_ACTOR, {}, { detail: { reasons: evaluation.reasons } }));
+          }
+          return records;
+        });
+      } finally {
+        lease.release();
+      }
     } catch (error) {
       // Recorded after the refused proposal's savepoint rolled back, or the record would go with it.
       if (error instanceof ExecutorError && error.code === 'RATE_LIMITED') this.recordRateLimit(actor, error);
@@ -655,16 +663,6 @@ function endedInWords(status: StepRecord['status']): string {
     default:
       return `ended ${status.replace('_', ' ')} without running`;
   }
-}
-
-/** About how many bytes a plan's steps take stored: their contents (a write's, a snippet's), and a little for the rest. */
-function proposalBytes(steps: readonly Step[]): number {
-  let bytes = 0;
-  for (const step of steps) {
-    bytes += 4096;
-    for (const value of Object.values(step.args as Record<string, unknown>)) if (typeof value === 'string') bytes += value.length;
-  }
-  return bytes;
 }
 
 /** How long a plan is weighed before a request waiting meanwhile is let in (weighPlan). */

@@ -1,3 +1,4 @@
+import { HOST_ORPHAN_SWEEPS } from '../../executor/orphan-sweeps.js';
 import { Executor, type ExecutorOptions } from '../../executor/executor.js';
 import { failedAfter } from '../../domain/errors.js';
 import { connectionLimits, watchDescriptors, type ConnectionLimits } from '../server/connection-limits.js';
@@ -45,6 +46,8 @@ export async function startHost(dataDir: string, options: HostOptions = {}): Pro
     // A long-lived host under load: no commit of a request copies the WAL back (wal-checkpointer.ts).
     checkpointOffThread: true,
     publishToWitnesses: true,
+    // What a host killed mid-write left (a blob no row names) goes at start, and in the background after.
+    orphanSweeps: HOST_ORPHAN_SWEEPS,
   });
   let ipc: IpcServer | undefined;
   let socket: SocketListener | undefined;

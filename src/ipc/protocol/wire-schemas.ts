@@ -185,6 +185,9 @@ export const RunSpanSchema = z.object({
     .optional(),
 });
 
+/** A large write whose content blob is missing or damaged (src/domain/content-lost.ts). */
+const ContentLostWireSchema = z.object({ blob: z.string().nullable(), why: z.enum(['missing', 'corrupt', 'unreadable']) });
+
 export const StepRecordSchema = z.object({
   step: StepWireSchema,
   position: z.number().int(),
@@ -208,6 +211,7 @@ export const StepRecordSchema = z.object({
   blockedBy: z.object({ stepId: z.string(), status: z.enum(STEP_STATUSES), reason: z.string() }).optional(),
   consentExpiresAt: z.string().optional(),
   planPurpose: z.string().optional(),
+  contentLost: ContentLostWireSchema.optional(),
   /** Present when the record was cut to fit a window's reply or event (step-record-cut.ts). */
   cut: z.object({ shownBytes: z.number().int(), totalBytes: z.number().int() }).optional(),
   edit: z
@@ -273,6 +277,7 @@ export const StepSummaryWireSchema = z.object({
   codeExcerpt: z.object({ lines: z.array(z.string()), moreLines: z.number().int() }).optional(),
   planPurpose: z.string().optional(),
   targetPath: z.string().optional(),
+  contentLost: ContentLostWireSchema.optional(),
 });
 
 export const StepSummaryPageWireSchema = z.object({

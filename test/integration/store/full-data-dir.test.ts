@@ -48,7 +48,8 @@ describe.runIf(mountable)('a full data directory (real tmpfs)', () => {
     return { dataDir, root, workspace };
   }
 
-  it.each([0, 4_000_000, 9_000_000])(
+  // The 5 MB write is kept once, as its blob (the workspace is on another disk): just under 5 MB free does not hold it.
+  it.each([0, 4_000_000, 4_900_000])(
     'refuses a 5 MB proposal with STORAGE_FULL naming the data directory and its free space (%i bytes left), and gives the WAL back',
     async (leave) => {
       const { dataDir, root } = setup();

@@ -217,22 +217,7 @@ describe('large step bodies apart from their rows', () => {
     expect((await executor.verifyAudit()).ok).toBe(true);
   });
 
-  it('refuses with a typed error, not a crash, when the blob holding the content of a large step is gone', async () => {
-    const { dataDir, workspace } = tempSetup();
-    const first = Executor.open(dataDir);
-    await first.propose(
-      { steps: [{ id: 'gone', action: 'writeFile', args: { path: path.join(workspace, 'b.txt'), content: largeText('g') } }] },
-      PERSON,
-    );
-    first.close();
-    fs.rmSync(blobFile(dataDir, rowOf(dataDir, 'gone').contentBlob!));
-    const executor = closeAfter(Executor.open(dataDir));
-    expect(() => executor.getStep('gone')).toThrow(
-      expect.objectContaining({ code: 'DATABASE_CORRUPT', details: expect.objectContaining({ stepId: 'gone' }) }),
-    );
-  });
-
-  it('refuses with a typed error, not a crash, when a large step lost its body', async () => {
+  it('reads a large step whose body the database lost as content lost, not a crash, and lists the others', async () => {
     const { dataDir, workspace } = tempSetup();
     const first = Executor.open(dataDir);
     await first.propose(
@@ -245,7 +230,12 @@ describe('large step bodies apart from their rows', () => {
     db.close();
     // A fresh process: the parsed-step cache of the one that proposed it does not count.
     const executor = closeAfter(Executor.open(dataDir));
-    expect(() => executor.getStep('lost')).toThrow(expect.objectContaining({ code: 'DATABASE_CORRUPT' }));
+    const lost = executor.getStep('lost');
+    expect(lost.contentLost).toEqual({ blob: null, why: 'missing' });
+    expect(lost.step.args).toMatchObject({ path: path.join(workspace, 'b.txt'), content: '' });
+    expect(executor.listSteps().map((record) => record.step.id)).toEqual(['lost']);
+    await expect(executor.approve('lost', PERSON)).rejects.toMatchObject({ code: 'STEP_CONTENT_LOST' });
+    expect((await executor.reject('lost', PERSON, 'its body is gone')).status).toBe('rejected');
   });
 
   it("still stops all agents and expires the other waiting steps when a waiting step's content blob is gone", async () => {
@@ -263,7 +253,7 @@ describe('large step bodies apart from their rows', () => {
       PERSON,
     );
     first.close();
-    // The database was copied without its blobs folder (or the blob was lost): that one step cannot be read.
+    // The database was copied without its blobs folder (or the blob was lost): that one step's content is lost (content-lost.test.ts).
     fs.rmSync(blobFile(dataDir, rowOf(dataDir, 'gone').contentBlob!));
     const executor = closeAfter(Executor.open(dataDir));
     // The stop switch does not need any step's content.
@@ -271,6 +261,6 @@ describe('large step bodies apart from their rows', () => {
     expect(executor.resume(PERSON).paused).toBe(false);
     // Every other waiting step's clock still runs out.
     await expect.poll(() => executor.getStep('soon').status, { timeout: 10_000 }).toBe('expired');
-    expect(() => executor.getStep('gone')).toThrow(expect.objectContaining({ code: 'DATABASE_CORRUPT' }));
+    expect(executor.getStep('gone').contentLost).toMatchObject({ why: 'missing' });
   });
 });

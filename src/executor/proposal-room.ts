@@ -1,0 +1,92 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { ExecutorError } from '../domain/errors.js';
+import type { Step } from '../domain/step.js';
+import { formatBytes, freeBytesAt } from '../fs/free-space.js';
+import { guardPath } from '../policy/path-guard.js';
+import { contentAsBlob } from '../store/step-bodies.js';
+
+/*
+ * The room a proposal needs on the data directory's disk, counted as it will really be written, and refused before
+ * anything is (STORAGE_FULL): a step stored with too little room would be kept with a WAL the full disk cannot give
+ * back. A large write's content is written once, as its blob (step-bodies.ts), which is also the backup of what it
+ * writes; a small one goes to the WAL, then into executor.db at the next checkpoint, then to a blob at its run. At
+ * its run the file it replaces is backed up, and its new content is written to a temporary file beside the target
+ * before the rename: on the data directory's disk too when the workspace shares it. (Counted three times over, a
+ * 10 MB write asked for 30 MB where 20 are written.) A workspace on another disk is checked where it is written, at
+ * the run (atomic-write.ts), since what it holds by then is not known now.
+ */
+
+/** A step's row and audit records, whatever its action: written to the WAL, then copied at the checkpoint. */
+const ROW_BYTES = 4096;
+
+/** The nearest existing folder of a path (the target's own may not exist yet). */
+function existingFolder(file: string): string {
+  let dir = path.dirname(file);
+  while (!fs.existsSync(dir) && path.dirname(dir) !== dir) dir = path.dirname(dir);
+  return dir;
+}
+
+function deviceOf(file: string): number | null {
+  try {
+    return fs.statSync(file).dev;
+  } catch {
+    return null;
+  }
+}
+
+/** The size of the file a write replaces (backed up at its run); 0 for a new one or a path the policy refuses. */
+function replacedBytes(target: string | null): number {
+  if (target === null) return 0;
+  try {
+    const stats = fs.statSync(target);
+    return stats.isFile() ? stats.size : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** What a write's content takes as bytes on disk (its text as UTF-8, or its decoded base64). */
+function contentBytes(step: Extract<Step, { action: 'writeFile' }>): number {
+  const { content, encoding } = step.args;
+  if (encoding === 'base64') return Math.floor((content.length * 3) / 4) - (content.endsWith('==') ? 2 : content.endsWith('=') ? 1 : 0);
+  return Buffer.byteLength(content, 'utf8');
+}
+
+/** About how many bytes a plan's steps write to the data directory's disk over their life (see above). */
+export function proposalBytes(steps: readonly Step[], dataDir: string, roots: readonly string[]): number {
+  const dataDevice = deviceOf(dataDir);
+  let bytes = 0;
+  for (const step of steps) {
+    bytes += 2 * ROW_BYTES;
+    if (step.action !== 'writeFile') {
+      // A snippet's code, a command line: kept in the row (WAL, then the checkpoint's copy).
+      for (const value of Object.values(step.args as Record<string, unknown>)) if (typeof value === 'string') bytes += 2 * value.length;
+      continue;
+    }
+    const written = contentBytes(step);
+    const verdict = guardPath(step.args.path, roots, dataDir);
+    const target = verdict.ok ? verdict.realPath : null;
+    // A large content is its own blob, once; a small one goes through the WAL and the checkpoint, then to its blob at the run.
+    bytes += contentAsBlob(step) !== null ? written : 3 * written;
+    bytes += replacedBytes(target);
+    if (target !== null && dataDevice !== null && deviceOf(existingFolder(target)) === dataDevice) bytes += written;
+  }
+  return bytes;
+}
+
+/** Refuses a proposal (STORAGE_FULL) whose steps could not all be written to the data directory's disk; nothing is written. */
+export function assertRoomForPlan(dataDir: string, steps: readonly Step[], roots: readonly string[]): void {
+  const free = freeBytesAt(dataDir);
+  if (free === null) return;
+  const needed = proposalBytes(steps, dataDir, roots);
+  // No fixed margin: a small proposal on a nearly full disk goes on to meet the disk where it does, and says so truly.
+  if (free >= needed) return;
+  throw new ExecutorError(
+    'STORAGE_FULL',
+    `The disk holding the data directory ${dataDir} has ${formatBytes(free)} free, too little for this proposal, which needs about ${formatBytes(needed)} ` +
+      '(its steps, the content of its writes once, the backups of the files they replace, and their new files where the workspace shares that disk); ' +
+      'nothing was proposed. Free some space on that disk (or point --data-dir / EXECUTOR_DATA_DIR at a disk with room) and try again.',
+    { dataDir, path: dataDir, neededBytes: needed, freeBytes: free },
+  );
+}

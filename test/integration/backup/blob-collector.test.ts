@@ -1,0 +1,177 @@
+import Database from 'better-sqlite3';
+import fc from 'fast-check';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { sha256Of } from '../../../src/backup/blob-store.js';
+import { actorFor } from '../../../src/domain/actor.js';
+import { Executor } from '../../../src/executor/executor.js';
+import type { StepDesk } from '../../../src/executor/step-desk.js';
+import { BODY_APART_CHARS } from '../../../src/store/step-bodies.js';
+import { closeAfter } from '../../helpers/teardown.js';
+import { tempSetup } from '../../helpers/temp-dirs.js';
+
+/*
+ * The collector of orphan blobs (src/backup/blob-collector.ts) over a real data directory: it takes a blob no row
+ * names and nothing holds, and never one a row names or is about to name (a proposal writing its blob right now).
+ */
+
+const PERSON = actorFor('window');
+
+function largeText(tag: string): string {
+  const lines: string[] = [];
+  for (let index = 0; lines.join('\n').length < BODY_APART_CHARS * 2; index++) lines.push(`${tag} line ${index} ${'y'.repeat(index % 30)}`);
+  return `${lines.join('\n')}\n`;
+}
+
+const blobFile = (dataDir: string, hash: string) => path.join(dataDir, 'blobs', hash.slice(0, 2), hash.slice(2));
+
+/** A blob as a killed host leaves it: on disk, named by no row, written an hour ago. */
+function plantOrphan(dataDir: string, content: string): string {
+  const hash = sha256Of(Buffer.from(content));
+  const file = blobFile(dataDir, hash);
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, content, { mode: 0o600 });
+  const anHourAgo = new Date(Date.now() - 2 * 3600 * 1000);
+  fs.utimesSync(file, anHourAgo, anHourAgo);
+  return hash;
+}
+
+function namedContentBlobs(dataDir: string): Map<string, string> {
+  const db = new Database(path.join(dataDir, 'executor.db'), { readonly: true });
+  try {
+    const rows = db.prepare('SELECT step_id, content_blob FROM step_bodies WHERE content_blob IS NOT NULL').all() as {
+      step_id: string;
+      content_blob: string;
+    }[];
+    return new Map(rows.map((row) => [row.step_id, row.content_blob]));
+  } finally {
+    db.close();
+  }
+}
+
+const deskOf = (executor: Executor) => (executor as unknown as { desk: StepDesk }).desk;
+
+describe('collecting orphan blobs', () => {
+  it('takes an old blob no row names, and keeps contents, backups and the blobs of a run', async () => {
+    const { dataDir, workspace } = tempSetup();
+    const executor = closeAfter(Executor.open(dataDir));
+    const target = path.join(workspace, 'done.txt');
+    fs.writeFileSync(target, largeText('before'));
+    const [done] = await executor.propose(
+      { steps: [{ id: 'done', action: 'writeFile', args: { path: target, content: largeText('after') } }] },
+      PERSON,
+    );
+    expect((await executor.approve('done', PERSON, { previewHash: done!.previewHash })).status).toBe('executed');
+    await executor.propose({ steps: [{ id: 'waits', action: 'writeFile', args: { path: 'w.txt', content: largeText('waits') } }] }, PERSON);
+    const orphan = plantOrphan(dataDir, largeText('orphan'));
+    const preImage = sha256Of(Buffer.from(largeText('before')));
+
+    const outcome = await executor.collectOrphanBlobs();
+    expect(outcome.removed).toEqual([orphan]);
+    expect(fs.existsSync(blobFile(dataDir, orphan))).toBe(false);
+    // The backup of what the write replaced, and both contents, stay.
+    expect(fs.existsSync(blobFile(dataDir, preImage))).toBe(true);
+    for (const hash of namedContentBlobs(dataDir).values()) expect(fs.existsSync(blobFile(dataDir, hash))).toBe(true);
+    expect((await executor.revertStep('done', PERSON)).status).toBe('reverted');
+    expect(fs.readFileSync(target, 'utf8')).toBe(largeText('before'));
+    expect(executor.listSteps().every((record) => record.contentLost === undefined)).toBe(true);
+  });
+
+  it('keeps an unnamed blob while it is leased, put within the grace, or younger than the grace', async () => {
+    const { dataDir } = tempSetup();
+    const executor = closeAfter(Executor.open(dataDir));
+    const blobs = deskOf(executor).blobs;
+    const leased = plantOrphan(dataDir, 'leased\n');
+    const lease = blobs.lease();
+    lease.add(leased);
+    const young = sha256Of(Buffer.from('young\n'));
+    fs.mkdirSync(path.dirname(blobFile(dataDir, young)), { recursive: true });
+    fs.writeFileSync(blobFile(dataDir, young), 'young\n');
+    // Found there already by a put of this process (a proposal reusing an old blob): protected as if written now.
+    const reused = plantOrphan(dataDir, 'reused\n');
+    blobs.put(Buffer.from('reused\n'));
+
+    const first = await executor.collectOrphanBlobs(60_000);
+    expect(first.removed).toEqual([]);
+    lease.release();
+    const second = await executor.collectOrphanBlobs(60_000);
+    expect(second.removed).toEqual([leased]);
+    // With no grace at all, only what this process holds protects: nothing does now.
+    const third = await executor.collectOrphanBlobs(0);
+    expect(third.removed.sort()).toEqual([young, reused].sort());
+  });
+
+  it("takes only files named as a blob (or a dead process's unfinished blob write), whatever else lies in blobs/", async () => {
+    const { dataDir } = tempSetup();
+    const executor = closeAfter(Executor.open(dataDir));
+    const anHourAgo = new Date(Date.now() - 2 * 3600 * 1000);
+    const hex = fc.string({ unit: fc.constantFrom(...'0123456789abcdef'), minLength: 62, maxLength: 62 });
+    // Names that are not a blob's: any text, a hash one character short or long, upper case, a stray suffix.
+    const name = fc.oneof(
+      fc.string({ minLength: 1, maxLength: 60 }).filter((text) => !/[/\0]/.test(text) && text !== '.' && text !== '..'),
+      hex.map((text) => text.slice(1)),
+      hex.map((text) => `${text}0`),
+      hex.map((text) => text.toUpperCase()),
+      hex.map((text) => `${text}.bak`),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.uniqueArray(name, { minLength: 1, maxLength: 6 }), async (names) => {
+        const folder = path.join(dataDir, 'blobs', 'ab');
+        fs.mkdirSync(folder, { recursive: true });
+        const files = names.map((entry) => path.join(folder, entry));
+        for (const file of files) {
+          fs.writeFileSync(file, 'not a blob');
+          fs.utimesSync(file, anHourAgo, anHourAgo);
+        }
+        await executor.collectOrphanBlobs(0);
+        for (const file of files) expect(fs.existsSync(file), file).toBe(true);
+        for (const file of files) fs.rmSync(file);
+      }),
+      { numRuns: 40 },
+    );
+    // A temporary sibling of a blob write left by a process that is gone, and an orphan blob, both go.
+    const orphan = plantOrphan(dataDir, 'orphan\n');
+    const temporary = path.join(dataDir, 'blobs', orphan.slice(0, 2), `.${orphan.slice(2)}.executor-0a1b2c3d4e5f.tmp`);
+    fs.writeFileSync(temporary, 'half');
+    fs.utimesSync(temporary, anHourAgo, anHourAgo);
+    const outcome = await executor.collectOrphanBlobs(0);
+    expect(outcome).toMatchObject({ removed: [orphan], removedTemporary: 1 });
+    expect(fs.existsSync(temporary)).toBe(false);
+  });
+
+  it('never removes a blob a proposal is writing or about to name, with sweeps running all the while', async () => {
+    const { dataDir } = tempSetup();
+    const executor = closeAfter(Executor.open(dataDir));
+    let proposing = true;
+    let sweeps = 0;
+    // No grace: the leases and this process's own puts are all that protect a blob between its write and its row.
+    const sweeping = (async () => {
+      while (proposing) {
+        await executor.collectOrphanBlobs(0);
+        sweeps += 1;
+      }
+    })();
+    const ids = Array.from({ length: 16 }, (_, index) => `p${index}`);
+    await Promise.all(
+      ids.map((id, index) =>
+        executor.propose(
+          // Every fourth content is one an earlier proposal also wrote: found on disk, not written again.
+          { steps: [{ id, action: 'writeFile', args: { path: `${id}.txt`, content: largeText(`c${index % 4 === 3 ? 0 : index}`) } }] },
+          PERSON,
+        ),
+      ),
+    );
+    proposing = false;
+    await sweeping;
+    expect(sweeps).toBeGreaterThan(1);
+    await executor.collectOrphanBlobs(0);
+    const named = namedContentBlobs(dataDir);
+    expect([...named.keys()].sort()).toEqual([...ids].sort());
+    for (const [stepId, hash] of named) expect(fs.existsSync(blobFile(dataDir, hash)), stepId).toBe(true);
+    // A fresh process reads every content back from its blob.
+    executor.close();
+    const reopened = closeAfter(Executor.open(dataDir));
+    for (const id of ids) expect(reopened.getStep(id).contentLost, id).toBeUndefined();
+  });
+});
