@@ -183,6 +183,25 @@ const MAX_CACHED_STATEMENTS = 64;
 const SELECT_STEPS =
   'SELECT steps.*, plans.consent_expiry_seconds, plans.purpose AS plan_purpose FROM steps JOIN plans ON plans.plan_id = steps.plan_id';
 
+/**
+ * The first or last step of a plan before a position in one of `count` statuses (nearestBeforeParams), as one
+ * query: a seek per status by steps_plan_status (plan, status, position), each its one row, the nearest of them
+ * kept. One IN over the statuses cannot be answered in position order by that index, and by steps_plan it walked
+ * every earlier step of the plan (500 executed ones, at each read of a step of a plan run forward); the other
+ * way round, sorting every earlier step in those statuses, read the whole plan while it was being previewed
+ * (every earlier step approved). Without that index (a database opened read-only before its migration) it still
+ * answers, by steps_plan.
+ */
+function nearestBefore(columns: string, count: number, which: 'first' | 'last'): string {
+  const order = which === 'first' ? 'ASC' : 'DESC';
+  const one = `SELECT * FROM (SELECT ${columns} FROM steps WHERE plan_id = ? AND status = ? AND position < ? ORDER BY position ${order} LIMIT 1)`;
+  return `SELECT * FROM (${Array.from({ length: count }, () => one).join(' UNION ALL ')}) ORDER BY position ${order} LIMIT 1`;
+}
+
+function nearestBeforeParams(planId: string, position: number, statuses: readonly StepStatus[]): unknown[] {
+  return statuses.flatMap((status) => [planId, status, position]);
+}
+
 /** Statuses of a step that may be held back by an earlier one (blockedBy). */
 const OPEN_STATUSES: readonly StepStatus[] = ['proposed', 'evaluated', 'awaiting_consent', 'approved'];
 /** Statuses of an earlier step that hold the later ones back (plan-order.ts HOLDING). */
@@ -394,18 +413,16 @@ export class StepRepository {
 
   /**
    * The earlier steps of a plan that decide what holds the step at `position` back: the first one that
-   * ended without running and the nearest one still undecided or running (at most two rows, by the
-   * plan's index).
+   * ended without running and the nearest one still undecided or running (at most two rows, each a
+   * few index seeks: nearestBefore).
    */
   private holdersBefore(planId: string, position: number): PlanMember[] {
-    const breaking = PLAN_BREAKING_STATUSES.map(() => '?').join(', ');
-    const holding = HOLDING_STATUSES.map(() => '?').join(', ');
-    const first = this.statement(
-      `SELECT ${MEMBER_COLUMNS} FROM steps WHERE plan_id = ? AND position < ? AND status IN (${breaking}) ORDER BY position LIMIT 1`,
-    ).get(planId, position, ...PLAN_BREAKING_STATUSES) as MemberRow | undefined;
-    const nearest = this.statement(
-      `SELECT ${MEMBER_COLUMNS} FROM steps WHERE plan_id = ? AND position < ? AND status IN (${holding}) ORDER BY position DESC LIMIT 1`,
-    ).get(planId, position, ...HOLDING_STATUSES) as MemberRow | undefined;
+    const first = this.statement(nearestBefore(MEMBER_COLUMNS, PLAN_BREAKING_STATUSES.length, 'first')).get(
+      ...nearestBeforeParams(planId, position, PLAN_BREAKING_STATUSES),
+    ) as MemberRow | undefined;
+    const nearest = this.statement(nearestBefore(MEMBER_COLUMNS, HOLDING_STATUSES.length, 'last')).get(
+      ...nearestBeforeParams(planId, position, HOLDING_STATUSES),
+    ) as MemberRow | undefined;
     return [first, nearest].filter((row): row is MemberRow => row !== undefined).map(memberOf);
   }
 
@@ -431,16 +448,21 @@ export class StepRepository {
    * a run checks before it starts, without reading the whole plan for each of its steps.
    */
   firstBefore(planId: string, position: number, statuses: readonly StepStatus[]): StepRecord | null {
-    const row = this.statement(
-      `${SELECT_STEPS} WHERE steps.plan_id = ? AND steps.position < ? AND steps.status IN (${statuses.map(() => '?').join(', ')}) ORDER BY steps.position LIMIT 1`,
-    ).get(planId, position, ...statuses) as StepRow | undefined;
+    if (statuses.length === 0) return null;
+    const row = this.statement(`${SELECT_STEPS} WHERE steps.step_id = (SELECT step_id FROM (${nearestBefore('step_id, position', statuses.length, 'first')}))`).get(
+      ...nearestBeforeParams(planId, position, statuses),
+    ) as StepRow | undefined;
     return row ? this.withBlockers([this.record(row)])[0]! : null;
   }
 
-  /** Every step of the plan before `position` in one of these statuses, in order (few: those that ended without running). */
+  /**
+   * Every step of the plan before `position` in one of these statuses, in order (few: those that ended without running).
+   * `ORDER BY +position`: sorted after the lookup, so SQLite seeks the few rows of those statuses by steps_plan_status
+   * instead of walking every earlier step of the plan (the executed ones included) in order by steps_plan.
+   */
   allBefore(planId: string, position: number, statuses: readonly StepStatus[]): StepRecord[] {
     const rows = this.statement(
-      `${SELECT_STEPS} WHERE steps.plan_id = ? AND steps.position < ? AND steps.status IN (${statuses.map(() => '?').join(', ')}) ORDER BY steps.position`,
+      `${SELECT_STEPS} WHERE steps.plan_id = ? AND steps.position < ? AND steps.status IN (${statuses.map(() => '?').join(', ')}) ORDER BY +steps.position`,
     ).all(planId, position, ...statuses) as StepRow[];
     return this.withBlockers(rows.map((row) => this.record(row)));
   }
