@@ -71,6 +71,17 @@ export function resolveThroughSymlinks(absolutePath: string): string {
   }
 }
 
+/**
+ * path.relative for a real path known to be inside a real root (both absolute and normalized): on POSIX
+ * the tail after the root's name and its separator, without normalizing both again (a plan's pass asks
+ * it for each of its writes). Anything else goes through path.relative.
+ */
+function relativeInside(realRoot: string, realPath: string): string {
+  if (path.sep === '/' && realRoot !== '/' && realPath.startsWith(`${realRoot}/`) && !realPath.endsWith('/'))
+    return realPath.slice(realRoot.length + 1);
+  return path.relative(realRoot, realPath);
+}
+
 /** How a guard finds real paths and compares them: the plain functions, or the memo of one pass over many paths (pathGuard). */
 interface RealPaths {
   through(absolutePath: string): string;
@@ -89,17 +100,22 @@ const UNCACHED: RealPaths = { through: resolveThroughSymlinks, orSelf: realpathO
  */
 function folderwiseInside(): (parent: string, child: string) => boolean {
   if (path.sep !== '/') return isInside;
-  const folders = new Map<string, boolean>();
+  // By parent, then folder: a key joined of both was a new long string to hash at every ask (three per path).
+  const byParent = new Map<string, Map<string, boolean>>();
   return (parent, child) => {
     const trimmed = child.length > 1 && child.endsWith('/') ? child.slice(0, -1) : child;
     const folder = path.dirname(trimmed);
     if (folder === trimmed || folder === parent) return isInside(parent, child);
     if (trimmed === parent) return true;
-    const key = `${parent}\u0000${folder}`;
-    let inside = folders.get(key);
+    let folders = byParent.get(parent);
+    if (!folders) {
+      folders = new Map();
+      byParent.set(parent, folders);
+    }
+    let inside = folders.get(folder);
     if (inside === undefined) {
       inside = isInside(parent, folder);
-      folders.set(key, inside);
+      folders.set(folder, inside);
     }
     return inside;
   };
@@ -126,7 +142,8 @@ function folderListings(): { isLink(folder: string, name: string): boolean | und
     const folded = new Set<string>();
     let dir: fs.Dir | undefined;
     try {
-      dir = fs.opendirSync(folder);
+      // Entries in batches of 256: a read per 32 (the default) cost more than the entries.
+      dir = fs.opendirSync(folder, { bufferSize: 256 });
       for (let entry = dir.readSync(); entry !== null; entry = dir.readSync()) {
         if (links.size >= MAX_LISTED_ENTRIES) return null;
         links.set(entry.name, entry.isSymbolicLink());
@@ -276,7 +293,7 @@ function guardPathWith(requested: string, roots: readonly string[], dataDir: str
     if (realPaths.inside(realRoot, realPath)) {
       if (realPath === realRoot)
         return { ok: false, code: 'PATH_INVALID', reason: `${requested} is the workspace root itself, not a file in it.` };
-      return { ok: true, absolutePath, realPath, root: realRoot, relativePath: path.relative(realRoot, realPath) };
+      return { ok: true, absolutePath, realPath, root: realRoot, relativePath: relativeInside(realRoot, realPath) };
     }
   }
   const viaLink = realPath !== absolutePath && roots.some((root) => isInside(path.resolve(root), absolutePath));
