@@ -316,10 +316,10 @@ export class ExecutionRoom {
     timing: RunTiming,
   ): StepRecord {
     const ended: RunSpan['ended'] = timing.live?.cancelling ? 'cancelled' : to === 'failed' ? 'failed' : 'finished';
+    // The span first: the transition's record, read back once, carries it (and an ended step's cut applies to its kept output).
     return this.desk.db.transaction(() => {
-      this.desk.steps.transition(stepId, to, actor, patch, { detail });
       this.desk.steps.recordRunSpan(stepId, 'realRun', this.desk.runSpan(timing.live, ended, timing.start));
-      return this.desk.steps.get(stepId);
+      return this.desk.steps.transition(stepId, to, actor, patch, { detail });
     })();
   }
 
