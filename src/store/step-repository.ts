@@ -543,9 +543,17 @@ export class StepRepository {
   }
 
   get(stepId: string): StepRecord {
+    return this.withBlockers([this.stored(stepId)])[0]!;
+  }
+
+  /**
+   * A step as stored, without the earlier step that holds it back (blockedBy, which get() adds for
+   * whoever is shown the step): for deciding what to do with it, read before each step of a plan run forward.
+   */
+  stored(stepId: string): StepRecord {
     const row = this.statement(`${SELECT_STEPS} WHERE steps.step_id = ?`).get(stepId) as StepRow | undefined;
     if (!row) throw unknownStepError(stepId);
-    return this.withBlockers([this.record(row)])[0]!;
+    return this.record(row);
   }
 
   list(filter: StepListFilter = {}): StepRecord[] {
@@ -780,13 +788,7 @@ export class StepRepository {
   planStepViews(planId: string, only?: { statuses: readonly StepStatus[]; andStepId: string }): PlanStepRow[] {
     const columns = `step_id, step_hash, body_apart, status, position, preview_hash,
          CASE WHEN action = 'runCommand' THEN preview_json END AS preview_json, CASE WHEN action = 'runCommand' THEN preview_ref END AS preview_ref`;
-    const rows = (
-      only
-        ? this.statement(
-            `SELECT ${columns} FROM steps WHERE plan_id = ? AND (status IN (${only.statuses.map(() => '?').join(', ')}) OR step_id = ?) ORDER BY position`,
-          ).all(planId, ...only.statuses, only.andStepId)
-        : this.statement(`SELECT ${columns} FROM steps WHERE plan_id = ? ORDER BY position`).all(planId)
-    ) as {
+    type ViewRow = {
       step_id: string;
       step_hash: string;
       body_apart: number;
@@ -795,7 +797,24 @@ export class StepRepository {
       preview_hash: string | null;
       preview_json: string | null;
       preview_ref: number | null;
-    }[];
+    };
+    let rows: ViewRow[];
+    if (only) {
+      // The rows in those statuses, sought by steps_plan_status and sorted after (ORDER BY +position), and the one
+      // step by its id: one query with an OR of the two walked every step of the plan, the ones that ran included,
+      // before each step of a plan run forward.
+      rows = this.statement(
+        `SELECT ${columns} FROM steps WHERE plan_id = ? AND status IN (${only.statuses.map(() => '?').join(', ')}) ORDER BY +position`,
+      ).all(planId, ...only.statuses) as ViewRow[];
+      if (!rows.some((row) => row.step_id === only.andStepId)) {
+        const named = this.statement(`SELECT ${columns} FROM steps WHERE step_id = ? AND plan_id = ?`).get(only.andStepId, planId) as
+          ViewRow | undefined;
+        if (named) {
+          const at = rows.findIndex((row) => row.position > named.position);
+          rows.splice(at === -1 ? rows.length : at, 0, named);
+        }
+      }
+    } else rows = this.statement(`SELECT ${columns} FROM steps WHERE plan_id = ? ORDER BY position`).all(planId) as ViewRow[];
     const rowJson = this.statement('SELECT step_json FROM steps WHERE step_id = ?');
     return rows.map((row) => ({
       // A large step's body is apart (step-bodies.ts): read and parsed once, like every other step's JSON.

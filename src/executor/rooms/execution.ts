@@ -503,7 +503,8 @@ export class ExecutionRoom {
       // Stopped by the person: nothing starts and nothing is sent back; resume takes the plan up again.
       if (this.desk.closed || this.desk.paused) return;
       // Read again: running an earlier step took time, and the person may have decided this one meanwhile.
-      let record = this.desk.steps.get(listed.step.id);
+      // As stored (stored()): what holds it back is decided here, not read from blockedBy.
+      let record = this.desk.steps.stored(listed.step.id);
       if (record.status === 'executed' || record.status === 'reverted') continue;
       if (record.status === 'approved' && !waiting) {
         // Requests go before each step: a plan of 500 tiny writes ran as one long chain of synchronous
@@ -511,7 +512,7 @@ export class ExecutionRoom {
         // does not hold it back. Read again after the wait: the person may have decided meanwhile.
         await this.desk.requests.whenClearOfOthers();
         if (this.desk.closed) return;
-        record = this.desk.steps.get(listed.step.id);
+        record = this.desk.steps.stored(listed.step.id);
       }
       if (record.status === 'approved' && this.desk.overdue(record))
         record = this.port.expire(record) ?? this.desk.steps.get(record.step.id);
