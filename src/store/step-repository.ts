@@ -449,9 +449,9 @@ export class StepRepository {
    */
   firstBefore(planId: string, position: number, statuses: readonly StepStatus[]): StepRecord | null {
     if (statuses.length === 0) return null;
-    const row = this.statement(`${SELECT_STEPS} WHERE steps.step_id = (SELECT step_id FROM (${nearestBefore('step_id, position', statuses.length, 'first')}))`).get(
-      ...nearestBeforeParams(planId, position, statuses),
-    ) as StepRow | undefined;
+    const row = this.statement(
+      `${SELECT_STEPS} WHERE steps.step_id = (SELECT step_id FROM (${nearestBefore('step_id, position', statuses.length, 'first')}))`,
+    ).get(...nearestBeforeParams(planId, position, statuses)) as StepRow | undefined;
     return row ? this.withBlockers([this.record(row)])[0]! : null;
   }
 
