@@ -15,12 +15,17 @@ export interface Actor {
   agent?: string;
 }
 
+/** The process's user, read once: os.userInfo() reads the user database at each call, and every connection's actor asked it. */
+let processUser: string | undefined;
+
 export function osUser(): string {
+  if (processUser !== undefined) return processUser;
   try {
-    return os.userInfo().username;
+    processUser = os.userInfo().username;
   } catch {
-    return process.env.USER ?? process.env.USERNAME ?? 'unknown';
+    processUser = process.env.USER ?? process.env.USERNAME ?? 'unknown';
   }
+  return processUser;
 }
 
 export function actorFor(channel: Channel, client?: string): Actor {

@@ -357,6 +357,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       this.closeWrittenHead();
       // Closing removes the WAL and its index: not a loss for checks still scheduled from before.
       this.watch?.retire();
+      this.desk.commits.close();
       this.desk.db.close();
       this.lock.release();
     }
@@ -410,6 +411,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.desk.auditLog.stopHeartbeat();
     this.auditDesk.close();
     this.desk.lightSandbox.close();
+    this.desk.commits.close();
     this.desk.db.close();
     this.lock.release();
   }

@@ -381,7 +381,9 @@ export class StepDesk {
     return {
       append: (event) => {
         trail.append(event.stepId === undefined ? event : { ...event, ...this.recordTraitsOf(event.stepId) });
-        queueMicrotask(() => this.events.emit('audit', { kind: event.kind, stepId: event.stepId ?? null, planId: event.planId ?? null }));
+        // Five records a step: no hint made (nor a microtask queued) when nobody listens.
+        if (this.events.listenerCount('audit') > 0)
+          queueMicrotask(() => this.events.emit('audit', { kind: event.kind, stepId: event.stepId ?? null, planId: event.planId ?? null }));
       },
     };
   }

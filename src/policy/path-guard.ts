@@ -21,6 +21,15 @@ function realpathOrSelf(p: string): string {
   }
 }
 
+/** null when nothing is at `p` (ENOENT); undefined when lstat failed otherwise (EACCES, ENOTDIR: left to realpath to say); else its stats. */
+function lstatOrUndefined(p: string): fs.Stats | null | undefined {
+  try {
+    return fs.lstatSync(p, { throwIfNoEntry: false }) ?? null;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Realpath of the nearest existing ancestor, with the missing tail appended: the target may not
  * exist yet, and its parent may be a symlink out of the root.
@@ -29,6 +38,16 @@ export function resolveThroughSymlinks(absolutePath: string): string {
   let existing = absolutePath;
   const missing: string[] = [];
   for (;;) {
+    // A name that is not there at all (most a step asks about: the file it writes, new folders above it) goes
+    // to its parent without the two exceptions realpath and readlink throw for it, which cost more than the
+    // lstat. A dangling link is there for lstat, and goes the way it always went.
+    if (lstatOrUndefined(existing) === null) {
+      const parent = path.dirname(existing);
+      if (parent === existing) return absolutePath;
+      missing.push(path.basename(existing));
+      existing = parent;
+      continue;
+    }
     try {
       const real = fs.realpathSync.native(existing);
       return path.join(real, ...missing.reverse());
@@ -52,6 +71,17 @@ export function resolveThroughSymlinks(absolutePath: string): string {
   }
 }
 
+/**
+ * path.relative for a real path known to be inside a real root (both absolute and normalized): on POSIX
+ * the tail after the root's name and its separator, without normalizing both again (a plan's pass asks
+ * it for each of its writes). Anything else goes through path.relative.
+ */
+function relativeInside(realRoot: string, realPath: string): string {
+  if (path.sep === '/' && realRoot !== '/' && realPath.startsWith(`${realRoot}/`) && !realPath.endsWith('/'))
+    return realPath.slice(realRoot.length + 1);
+  return path.relative(realRoot, realPath);
+}
+
 /** How a guard finds real paths and compares them: the plain functions, or the memo of one pass over many paths (pathGuard). */
 interface RealPaths {
   through(absolutePath: string): string;
@@ -70,19 +100,83 @@ const UNCACHED: RealPaths = { through: resolveThroughSymlinks, orSelf: realpathO
  */
 function folderwiseInside(): (parent: string, child: string) => boolean {
   if (path.sep !== '/') return isInside;
-  const folders = new Map<string, boolean>();
+  // By parent, then folder: a key joined of both was a new long string to hash at every ask (three per path).
+  const byParent = new Map<string, Map<string, boolean>>();
   return (parent, child) => {
     const trimmed = child.length > 1 && child.endsWith('/') ? child.slice(0, -1) : child;
     const folder = path.dirname(trimmed);
     if (folder === trimmed || folder === parent) return isInside(parent, child);
     if (trimmed === parent) return true;
-    const key = `${parent}\u0000${folder}`;
-    let inside = folders.get(key);
+    let folders = byParent.get(parent);
+    if (!folders) {
+      folders = new Map();
+      byParent.set(parent, folders);
+    }
+    let inside = folders.get(folder);
     if (inside === undefined) {
       inside = isInside(parent, folder);
-      folders.set(key, inside);
+      folders.set(folder, inside);
     }
     return inside;
+  };
+}
+
+/** A folder's names of one pass are read from its listing once this many of them were asked about. */
+const LIST_FOLDER_AFTER = 8;
+/** A folder with more entries than this is not listed: its names are asked one lstat each, as before. */
+const MAX_LISTED_ENTRIES = 1024;
+
+/**
+ * Whether names are links, for the many names of one folder a pass asks about (a plan's 500 writes
+ * into one folder, weighed again before each of its steps runs): the folder read once (one readdir,
+ * the entries' types with it) where each name cost an lstat. The same answer as the lstat, for a
+ * folder that does not change during the pass. Linux only, and only where the name is there exactly
+ * or not in any case at all: elsewhere (or in a case-folding folder) another spelling opens the file.
+ * `undefined`: not known from a listing; ask lstat.
+ */
+function folderListings(): { isLink(folder: string, name: string): boolean | undefined } {
+  const asked = new Map<string, number>();
+  const listed = new Map<string, { links: Map<string, boolean>; folded: Set<string> } | null>();
+  const list = (folder: string) => {
+    const links = new Map<string, boolean>();
+    const folded = new Set<string>();
+    let dir: fs.Dir | undefined;
+    try {
+      // Entries in batches of 256: a read per 32 (the default) cost more than the entries.
+      dir = fs.opendirSync(folder, { bufferSize: 256 });
+      for (let entry = dir.readSync(); entry !== null; entry = dir.readSync()) {
+        if (links.size >= MAX_LISTED_ENTRIES) return null;
+        links.set(entry.name, entry.isSymbolicLink());
+        folded.add(entry.name.toLowerCase());
+      }
+      return { links, folded };
+    } catch {
+      return null;
+    } finally {
+      try {
+        dir?.closeSync();
+      } catch {
+        /* closed already */
+      }
+    }
+  };
+  return {
+    isLink(folder, name) {
+      if (process.platform !== 'linux') return undefined;
+      let listing = listed.get(folder);
+      if (listing === undefined) {
+        const count = (asked.get(folder) ?? 0) + 1;
+        asked.set(folder, count);
+        if (count < LIST_FOLDER_AFTER) return undefined;
+        listing = list(folder);
+        listed.set(folder, listing);
+      }
+      if (listing === null) return undefined;
+      const link = listing.links.get(name);
+      if (link !== undefined) return link;
+      // Not there by this spelling: missing, unless another spelling is (a case-folding folder may open it).
+      return listing.folded.has(name.toLowerCase()) ? undefined : false;
+    },
   };
 }
 
@@ -95,6 +189,7 @@ function folderwiseInside(): (parent: string, child: string) => boolean {
 function memoizedRealPaths(): RealPaths {
   const folders = new Map<string, string>();
   const selves = new Map<string, string>();
+  const listings = folderListings();
   const folder = (dir: string): string => {
     let real = folders.get(dir);
     if (real === undefined) {
@@ -107,17 +202,19 @@ function memoizedRealPaths(): RealPaths {
     const parent = path.dirname(absolutePath);
     // A trailing separator makes lstat follow a last link (and a link to a file answer ENOTDIR): resolved in full.
     if (parent === absolutePath || absolutePath.endsWith(path.sep)) return resolveThroughSymlinks(absolutePath);
-    let stat: fs.Stats | undefined;
-    try {
-      // Most paths a plan's pass asks about do not exist yet (its later writes): answered without an
-      // exception, which cost six times the lstat itself, 500 times per step of a plan of 500 writes.
-      stat = fs.lstatSync(absolutePath, { throwIfNoEntry: false });
-    } catch {
-      stat = undefined;
+    let link = listings.isLink(parent, path.basename(absolutePath));
+    if (link === undefined) {
+      try {
+        // Most paths a plan's pass asks about do not exist yet (its later writes): answered without an
+        // exception, which cost six times the lstat itself, 500 times per step of a plan of 500 writes.
+        link = fs.lstatSync(absolutePath, { throwIfNoEntry: false })?.isSymbolicLink() ?? false;
+      } catch {
+        link = false;
+      }
     }
     // Missing (or unreadable): resolveThroughSymlinks goes on with its parent, as here. A link is followed
     // as resolveThroughSymlinks follows it (dangling ones too); anything else is its folder's real path and its name.
-    return stat?.isSymbolicLink() ? resolveThroughSymlinks(absolutePath) : path.join(folder(parent), path.basename(absolutePath));
+    return link ? resolveThroughSymlinks(absolutePath) : path.join(folder(parent), path.basename(absolutePath));
   };
   const resolvedPaths = new Map<string, string>();
   return {
@@ -196,7 +293,7 @@ function guardPathWith(requested: string, roots: readonly string[], dataDir: str
     if (realPaths.inside(realRoot, realPath)) {
       if (realPath === realRoot)
         return { ok: false, code: 'PATH_INVALID', reason: `${requested} is the workspace root itself, not a file in it.` };
-      return { ok: true, absolutePath, realPath, root: realRoot, relativePath: path.relative(realRoot, realPath) };
+      return { ok: true, absolutePath, realPath, root: realRoot, relativePath: relativeInside(realRoot, realPath) };
     }
   }
   const viaLink = realPath !== absolutePath && roots.some((root) => isInside(path.resolve(root), absolutePath));

@@ -363,4 +363,10 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE skills ADD COLUMN errors_in_row INTEGER NOT NULL DEFAULT 0;
   `,
+  // What holds a step back in its plan (an earlier step still undecided, or one that ended without running) is read by
+  // plan and status, nearest first: by steps_plan alone that walked back over every earlier step of the plan, each
+  // executed one included, at every read of a step a plan of 500 steps ran forward (step-repository.ts holdersBefore).
+  `
+  CREATE INDEX IF NOT EXISTS steps_plan_status ON steps(plan_id, status, position);
+  `,
 ];

@@ -187,6 +187,25 @@ const MAX_CACHED_STATEMENTS = 64;
 const SELECT_STEPS =
   'SELECT steps.*, plans.consent_expiry_seconds, plans.purpose AS plan_purpose FROM steps JOIN plans ON plans.plan_id = steps.plan_id';
 
+/**
+ * The first or last step of a plan before a position in one of `count` statuses (nearestBeforeParams), as one
+ * query: a seek per status by steps_plan_status (plan, status, position), each its one row, the nearest of them
+ * kept. One IN over the statuses cannot be answered in position order by that index, and by steps_plan it walked
+ * every earlier step of the plan (500 executed ones, at each read of a step of a plan run forward); the other
+ * way round, sorting every earlier step in those statuses, read the whole plan while it was being previewed
+ * (every earlier step approved). Without that index (a database opened read-only before its migration) it still
+ * answers, by steps_plan.
+ */
+function nearestBefore(columns: string, count: number, which: 'first' | 'last'): string {
+  const order = which === 'first' ? 'ASC' : 'DESC';
+  const one = `SELECT * FROM (SELECT ${columns} FROM steps WHERE plan_id = ? AND status = ? AND position < ? ORDER BY position ${order} LIMIT 1)`;
+  return `SELECT * FROM (${Array.from({ length: count }, () => one).join(' UNION ALL ')}) ORDER BY position ${order} LIMIT 1`;
+}
+
+function nearestBeforeParams(planId: string, position: number, statuses: readonly StepStatus[]): unknown[] {
+  return statuses.flatMap((status) => [planId, status, position]);
+}
+
 /** Statuses of a step that may be held back by an earlier one (blockedBy). */
 const OPEN_STATUSES: readonly StepStatus[] = ['proposed', 'evaluated', 'awaiting_consent', 'approved'];
 /** Statuses of an earlier step that hold the later ones back (plan-order.ts HOLDING). */
@@ -436,18 +455,16 @@ export class StepRepository {
 
   /**
    * The earlier steps of a plan that decide what holds the step at `position` back: the first one that
-   * ended without running and the nearest one still undecided or running (at most two rows, by the
-   * plan's index).
+   * ended without running and the nearest one still undecided or running (at most two rows, each a
+   * few index seeks: nearestBefore).
    */
   private holdersBefore(planId: string, position: number): PlanMember[] {
-    const breaking = PLAN_BREAKING_STATUSES.map(() => '?').join(', ');
-    const holding = HOLDING_STATUSES.map(() => '?').join(', ');
-    const first = this.statement(
-      `SELECT ${MEMBER_COLUMNS} FROM steps WHERE plan_id = ? AND position < ? AND status IN (${breaking}) ORDER BY position LIMIT 1`,
-    ).get(planId, position, ...PLAN_BREAKING_STATUSES) as MemberRow | undefined;
-    const nearest = this.statement(
-      `SELECT ${MEMBER_COLUMNS} FROM steps WHERE plan_id = ? AND position < ? AND status IN (${holding}) ORDER BY position DESC LIMIT 1`,
-    ).get(planId, position, ...HOLDING_STATUSES) as MemberRow | undefined;
+    const first = this.statement(nearestBefore(MEMBER_COLUMNS, PLAN_BREAKING_STATUSES.length, 'first')).get(
+      ...nearestBeforeParams(planId, position, PLAN_BREAKING_STATUSES),
+    ) as MemberRow | undefined;
+    const nearest = this.statement(nearestBefore(MEMBER_COLUMNS, HOLDING_STATUSES.length, 'last')).get(
+      ...nearestBeforeParams(planId, position, HOLDING_STATUSES),
+    ) as MemberRow | undefined;
     return [first, nearest].filter((row): row is MemberRow => row !== undefined).map(memberOf);
   }
 
@@ -473,16 +490,21 @@ export class StepRepository {
    * a run checks before it starts, without reading the whole plan for each of its steps.
    */
   firstBefore(planId: string, position: number, statuses: readonly StepStatus[]): StepRecord | null {
+    if (statuses.length === 0) return null;
     const row = this.statement(
-      `${SELECT_STEPS} WHERE steps.plan_id = ? AND steps.position < ? AND steps.status IN (${statuses.map(() => '?').join(', ')}) ORDER BY steps.position LIMIT 1`,
-    ).get(planId, position, ...statuses) as StepRow | undefined;
+      `${SELECT_STEPS} WHERE steps.step_id = (SELECT step_id FROM (${nearestBefore('step_id, position', statuses.length, 'first')}))`,
+    ).get(...nearestBeforeParams(planId, position, statuses)) as StepRow | undefined;
     return row ? this.withBlockers([this.record(row)])[0]! : null;
   }
 
-  /** Every step of the plan before `position` in one of these statuses, in order (few: those that ended without running). */
+  /**
+   * Every step of the plan before `position` in one of these statuses, in order (few: those that ended without running).
+   * `ORDER BY +position`: sorted after the lookup, so SQLite seeks the few rows of those statuses by steps_plan_status
+   * instead of walking every earlier step of the plan (the executed ones included) in order by steps_plan.
+   */
   allBefore(planId: string, position: number, statuses: readonly StepStatus[]): StepRecord[] {
     const rows = this.statement(
-      `${SELECT_STEPS} WHERE steps.plan_id = ? AND steps.position < ? AND steps.status IN (${statuses.map(() => '?').join(', ')}) ORDER BY steps.position`,
+      `${SELECT_STEPS} WHERE steps.plan_id = ? AND steps.position < ? AND steps.status IN (${statuses.map(() => '?').join(', ')}) ORDER BY +steps.position`,
     ).all(planId, position, ...statuses) as StepRow[];
     return this.withBlockers(rows.map((row) => this.record(row)));
   }
@@ -563,9 +585,17 @@ export class StepRepository {
   }
 
   get(stepId: string): StepRecord {
+    return this.withBlockers([this.stored(stepId)])[0]!;
+  }
+
+  /**
+   * A step as stored, without the earlier step that holds it back (blockedBy, which get() adds for
+   * whoever is shown the step): for deciding what to do with it, read before each step of a plan run forward.
+   */
+  stored(stepId: string): StepRecord {
     const row = this.statement(`${SELECT_STEPS} WHERE steps.step_id = ?`).get(stepId) as StepRow | undefined;
     if (!row) throw unknownStepError(stepId);
-    return this.withBlockers([this.record(row)])[0]!;
+    return this.record(row);
   }
 
   list(filter: StepListFilter = {}): StepRecord[] {
@@ -802,13 +832,7 @@ export class StepRepository {
   planStepViews(planId: string, only?: { statuses: readonly StepStatus[]; andStepId: string }): PlanStepRow[] {
     const columns = `step_id, step_hash, body_apart, status, position, preview_hash,
          CASE WHEN action = 'runCommand' THEN preview_json END AS preview_json, CASE WHEN action = 'runCommand' THEN preview_ref END AS preview_ref`;
-    const rows = (
-      only
-        ? this.statement(
-            `SELECT ${columns} FROM steps WHERE plan_id = ? AND (status IN (${only.statuses.map(() => '?').join(', ')}) OR step_id = ?) ORDER BY position`,
-          ).all(planId, ...only.statuses, only.andStepId)
-        : this.statement(`SELECT ${columns} FROM steps WHERE plan_id = ? ORDER BY position`).all(planId)
-    ) as {
+    type ViewRow = {
       step_id: string;
       step_hash: string;
       body_apart: number;
@@ -817,7 +841,24 @@ export class StepRepository {
       preview_hash: string | null;
       preview_json: string | null;
       preview_ref: number | null;
-    }[];
+    };
+    let rows: ViewRow[];
+    if (only) {
+      // The rows in those statuses, sought by steps_plan_status and sorted after (ORDER BY +position), and the one
+      // step by its id: one query with an OR of the two walked every step of the plan, the ones that ran included,
+      // before each step of a plan run forward.
+      rows = this.statement(
+        `SELECT ${columns} FROM steps WHERE plan_id = ? AND status IN (${only.statuses.map(() => '?').join(', ')}) ORDER BY +position`,
+      ).all(planId, ...only.statuses) as ViewRow[];
+      if (!rows.some((row) => row.step_id === only.andStepId)) {
+        const named = this.statement(`SELECT ${columns} FROM steps WHERE step_id = ? AND plan_id = ?`).get(only.andStepId, planId) as
+          ViewRow | undefined;
+        if (named) {
+          const at = rows.findIndex((row) => row.position > named.position);
+          rows.splice(at === -1 ? rows.length : at, 0, named);
+        }
+      }
+    } else rows = this.statement(`SELECT ${columns} FROM steps WHERE plan_id = ? ORDER BY position`).all(planId) as ViewRow[];
     const rowJson = this.statement('SELECT step_json FROM steps WHERE step_id = ?');
     return rows.map((row) => ({
       // A large step's body is apart (step-bodies.ts): read and parsed once, like every other step's JSON.

@@ -325,10 +325,10 @@ export class ExecutionRoom {
     timing: RunTiming,
   ): StepRecord {
     const ended: RunSpan['ended'] = timing.live?.cancelling ? 'cancelled' : to === 'failed' ? 'failed' : 'finished';
+    // The span first: the transition's record, read back once, carries it (and an ended step's cut applies to its kept output).
     return this.desk.db.transaction(() => {
-      this.desk.steps.transition(stepId, to, actor, patch, { detail });
       this.desk.steps.recordRunSpan(stepId, 'realRun', this.desk.runSpan(timing.live, ended, timing.start));
-      return this.desk.steps.get(stepId);
+      return this.desk.steps.transition(stepId, to, actor, patch, { detail });
     })();
   }
 
@@ -530,7 +530,8 @@ export class ExecutionRoom {
       // Stopped by the person: nothing starts and nothing is sent back; resume takes the plan up again.
       if (this.desk.closed || this.desk.paused) return;
       // Read again: running an earlier step took time, and the person may have decided this one meanwhile.
-      let record = this.desk.steps.get(listed.step.id);
+      // As stored (stored()): what holds it back is decided here, not read from blockedBy.
+      let record = this.desk.steps.stored(listed.step.id);
       if (record.status === 'executed' || record.status === 'reverted') continue;
       if (record.status === 'approved' && !waiting) {
         // Requests go before each step: a plan of 500 tiny writes ran as one long chain of synchronous
@@ -538,7 +539,7 @@ export class ExecutionRoom {
         // does not hold it back. Read again after the wait: the person may have decided meanwhile.
         await this.desk.requests.whenClearOfOthers();
         if (this.desk.closed) return;
-        record = this.desk.steps.get(listed.step.id);
+        record = this.desk.steps.stored(listed.step.id);
       }
       if (record.status === 'approved' && this.desk.overdue(record))
         record = this.port.expire(record) ?? this.desk.steps.get(record.step.id);

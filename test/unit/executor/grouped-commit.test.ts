@@ -77,6 +77,28 @@ describe('GroupedCommit', () => {
     expect(db.pragma('synchronous', { simple: true })).toBe(2);
   });
 
+  it.runIf(process.platform === 'linux')('syncs the WAL through one descriptor kept open, closed with close()', async () => {
+    const dir = tempDir();
+    const db = openDb(dir);
+    const wal = fs.realpathSync(path.join(dir, 'grouped.db-wal'));
+    const walDescriptors = () =>
+      fs.readdirSync('/proc/self/fd').filter((fd) => {
+        try {
+          return fs.readlinkSync(`/proc/self/fd/${fd}`) === wal;
+        } catch {
+          return false;
+        }
+      }).length;
+    const before = walDescriptors();
+    const commits = new GroupedCommit(db);
+    for (let index = 0; index < 5; index++) await commits.run(insert(db, `group ${index}`));
+    expect(walDescriptors()).toBe(before + 1);
+    // Closed at once, or as the sync that answered the last caller ends.
+    commits.close();
+    await expect.poll(walDescriptors).toBe(before);
+    expect(db.prepare('SELECT count(*) FROM records').pluck().get()).toBe(5);
+  });
+
   it('commits what falls due while a group syncs only once that sync returned, all of it in one group', async () => {
     const dir = tempDir();
     const db = openDb(dir);

@@ -89,11 +89,39 @@ describe('pathGuard (one pass over many paths)', () => {
           for (const [absolute, parts, trailingSlash] of requests) {
             const joined = absolute ? `${root}/${parts.join('/')}` : parts.join('/');
             const requested = trailingSlash ? `${joined}/` : joined;
-            expect(guard(requested)).toEqual(guardPath(requested, roots, dirs.dataDir));
+            const verdict = guard(requested);
+            expect(verdict).toEqual(guardPath(requested, roots, dirs.dataDir));
+            if (verdict.ok) expect(verdict.relativePath).toBe(path.relative(verdict.root, verdict.realPath));
           }
         },
       ),
       { numRuns: 150 },
+    );
+  });
+
+  it('gives every name of a folder asked about many times (read from its listing) the verdict guardPath gives it', () => {
+    fc.assert(
+      fc.property(
+        fc.array(entry, { maxLength: 16 }),
+        // Many names of a few folders: past the count after which a pass reads a folder's listing.
+        fc.array(fc.tuple(fc.constantFrom('', 'a/', 'b/', 'link/'), fc.constantFrom(...NAMES, 'head', 'X.TXT', 'new.txt')), {
+          minLength: 8,
+          maxLength: 40,
+        }),
+        (entries, requests) => {
+          const base = tempDir();
+          const root = path.join(base, 'root');
+          const dirs = { root, outside: path.join(base, 'outside'), dataDir: path.join(base, 'data') };
+          for (const dir of Object.values(dirs)) fs.mkdirSync(dir, { recursive: true });
+          build(entries, dirs);
+          const guard = pathGuard([root], dirs.dataDir);
+          for (const [folder, name] of requests) {
+            const requested = `${folder}${name}`;
+            expect(guard(requested)).toEqual(guardPath(requested, [root], dirs.dataDir));
+          }
+        },
+      ),
+      { numRuns: 100 },
     );
   });
 
