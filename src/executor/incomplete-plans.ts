@@ -13,7 +13,13 @@ export function cancelStoredSteps(desk: StepDesk, planId: string, reason: string
     // `proposed` cannot be cancelled by the state machine; weighed or not, it goes the same way through `evaluated`.
     if (record.status === 'proposed') desk.steps.transition(record.step.id, 'evaluated', SYSTEM_ACTOR, {}, { detail: { reason } });
     ended.push(
-      desk.steps.transition(record.step.id, 'cancelled', SYSTEM_ACTOR, {}, { detail: { reason, planStoredWhole: false }, expectFrom: ['evaluated'] }),
+      desk.steps.transition(
+        record.step.id,
+        'cancelled',
+        SYSTEM_ACTOR,
+        {},
+        { detail: { reason, planStoredWhole: false }, expectFrom: ['evaluated'] },
+      ),
     );
   }
   desk.steps.markStoredWhole(planId);

@@ -545,9 +545,9 @@ export class StepRepository {
 
   /** The plans marked as being stored, each with the number of steps it was proposed with. */
   plansBeingStored(): { planId: string; steps: number }[] {
-    return (this.statement('SELECT plan_id, steps FROM plans_being_stored ORDER BY plan_id').all() as { plan_id: string; steps: number }[]).map(
-      (row) => ({ planId: row.plan_id, steps: row.steps }),
-    );
+    return (
+      this.statement('SELECT plan_id, steps FROM plans_being_stored ORDER BY plan_id').all() as { plan_id: string; steps: number }[]
+    ).map((row) => ({ planId: row.plan_id, steps: row.steps }));
   }
 
   /** When the step last changed, without loading it (undefined for an unknown id). */

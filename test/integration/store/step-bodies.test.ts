@@ -203,7 +203,9 @@ describe('large step bodies apart from their rows', () => {
     const db = new Database(path.join(dataDir, 'executor.db'));
     db.prepare('UPDATE step_bodies SET step_json = ? WHERE step_id = ?').run(whole, 'kept');
     // Later migrations are undone too (the skills' errors in a row), so each runs again from there.
-    db.exec('ALTER TABLE step_bodies DROP COLUMN content_blob; ALTER TABLE skills DROP COLUMN errors_in_row; DROP TABLE plans_being_stored');
+    db.exec(
+      'ALTER TABLE step_bodies DROP COLUMN content_blob; ALTER TABLE skills DROP COLUMN errors_in_row; DROP TABLE plans_being_stored',
+    );
     db.pragma(`user_version = ${MIGRATIONS.findIndex((sql) => sql.includes('ADD COLUMN content_blob'))}`);
     db.close();
 
