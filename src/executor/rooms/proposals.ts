@@ -199,6 +199,8 @@ export class ProposalsRoom {
    * its steps is previewed, approved or run meanwhile, and a plan still listed after a failure here or
    * a crash has its stored steps cancelled (endIncompletePlan here, recovery at the next open), so a
    * part of a plan never runs. Proposals that arrive meanwhile commit between the parts.
+   * Answers the records for the caller to tell listeners of: a plan stored in parts was told of part
+   * by part, each part once on disk, and answers none.
    */
   private async storePlan(
     plan: Plan,
@@ -212,7 +214,6 @@ export class ProposalsRoom {
     let evaluations = weighed;
     let evaluatedUnder = weighedUnder;
     let next = 0;
-    const records: StepRecord[] = [];
     // One part: steps from `next` on, until the stretch is spent; the last part clears the mark.
     const storePart = () => {
       const startedAt = performance.now();
@@ -246,8 +247,10 @@ export class ProposalsRoom {
       desk.steps.insertPlanRow(plan, actor, now);
       return storePart();
     });
-    records.push(...firstPart);
-    if (next < plan.steps.length) {
+    if (next === plan.steps.length) return firstPart;
+    // Heard part by part, each once on disk: telling every listener of 600 records at the end held the thread too.
+    for (const record of firstPart) desk.emitStep(record);
+    {
       // Its later steps' ids are this plan's until stored: a proposal meanwhile cannot take one.
       const reserved = plan.steps.slice(next).map((step) => step.id);
       for (const id of reserved) this.stepsBeingStored.set(id, actor.agent ?? null);
@@ -257,8 +260,9 @@ export class ProposalsRoom {
           await nextTurn();
           if (desk.closed) throw new ExecutorError('NOT_AVAILABLE', `Executor stopped while plan ${plan.planId} was being stored.`);
           const from = next;
-          records.push(...(await desk.commits.run(storePart)));
+          const part = await desk.commits.run(storePart);
           for (const step of plan.steps.slice(from, next)) this.stepsBeingStored.delete(step.id);
+          for (const record of part) desk.emitStep(record);
         }
       } catch (error) {
         throw await this.endIncompletePlan(plan, next, error);
@@ -266,7 +270,7 @@ export class ProposalsRoom {
         for (const id of reserved) this.stepsBeingStored.delete(id);
       }
     }
-    return records;
+    return [];
   }
 
   /**
@@ -765,7 +769,7 @@ function proposalBytes(steps: readonly Step[]): number {
 const WEIGHING_STRETCH_MS = 5;
 
 /** How long one commit of a plan being stored holds the host's thread before the rest goes in the next (storePlan). */
-const STORE_STRETCH_MS = 3;
+const STORE_STRETCH_MS = 2;
 
 /** A background preview that failed on a known step (see recordPreviewFailure). */
 class PreviewError extends Error {
