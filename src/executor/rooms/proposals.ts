@@ -766,7 +766,7 @@ function proposalBytes(steps: readonly Step[]): number {
 }
 
 /** How long a plan is weighed before a request waiting meanwhile is let in (weighPlan). */
-const WEIGHING_STRETCH_MS = 5;
+const WEIGHING_STRETCH_MS = 2;
 
 /** How long one commit of a plan being stored holds the host's thread before the rest goes in the next (storePlan). */
 const STORE_STRETCH_MS = 2;
