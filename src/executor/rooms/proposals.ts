@@ -288,8 +288,10 @@ export class ProposalsRoom {
     } catch {
       // Left marked: never previewed; the next open cancels its steps.
     }
-    if (!(error instanceof ExecutorError)) return error;
-    return new ExecutorError(error.code, `${error.message} ${reason}`, { ...error.details, planId: plan.planId, storedSteps: stored });
+    // A full disk or a damaged database named as such, and in every case what became of the plan: its stored steps never run.
+    const named = dataDirFailure(error, desk.dataDir);
+    if (!(named instanceof ExecutorError)) return named;
+    return new ExecutorError(named.code, `${named.message} ${reason}`, { ...named.details, planId: plan.planId, storedSteps: stored });
   }
 
   private refuseTakenStepId(stepId: string): never {
