@@ -1,5 +1,5 @@
 import { readCurrent, type FileChange } from '../backup/file-changes.js';
-import { applyFileChanges } from '../backup/file-changes.js';
+import { applyFileChangesOffThread } from '../backup/file-changes.js';
 import { contentBytes, knownContentDigest } from '../backup/content-bytes.js';
 import { syncDirectories } from '../fs/atomic-write.js';
 import { unifiedLineDiff } from '../backup/line-diff.js';
@@ -47,11 +47,12 @@ export const writeFile: ActionModule<'writeFile'> = {
     return {
       fileChanges: [change],
       async apply() {
-        // The write is one synchronous pass (checks, temporary file, fsync, rename); the fsync of its
-        // folder, which makes the rename durable, waits on libuv's thread pool, and the step's outcome
-        // is recorded only once it returned.
+        // The content goes to a temporary sibling, written and fsynced on libuv's thread pool; then one
+        // short synchronous stretch checks the path again and renames. The fsync of its folder, which
+        // makes the rename durable, waits on the thread pool too, and the step's outcome is recorded
+        // only once it returned. The host answers requests while the disk works.
         const syncLater = new Set<string>();
-        applyFileChanges([change], ctx.directoryLedger, { syncLater });
+        await applyFileChangesOffThread([change], ctx.directoryLedger, { syncLater });
         await syncDirectories(syncLater);
         return { path: args.path, bytesWritten: change.after!.length, created: change.before === null };
       },

@@ -4,7 +4,15 @@ import { isUtf8 } from 'node:buffer';
 import { ExecutorError } from '../domain/errors.js';
 import type { FileChangePreview } from '../domain/step-record.js';
 import type { FileBackupRow } from '../store/step-repository.js';
-import { assertPlainTarget, removeFileNoFollow, writeFileAtomicNoFollow } from '../fs/atomic-write.js';
+import {
+  assertPlainTarget,
+  discardPreparedWrite,
+  placePreparedWrite,
+  prepareWriteNoFollow,
+  removeFileNoFollow,
+  writeFileAtomicNoFollow,
+  type PreparedWrite,
+} from '../fs/atomic-write.js';
 import { sha256Of, type BlobStore } from './blob-store.js';
 import { removeDirectoriesQuietly, type DirectoryLedger } from '../fs/created-directories.js';
 import type { CreatedDirectory } from '../domain/created-directory.js';
@@ -270,6 +278,70 @@ export function applyFileChanges(changes: FileChange[], ledger?: DirectoryLedger
   }
 }
 
+/**
+ * applyFileChanges with the wait for the disk off the host's thread. First every new content goes to
+ * a temporary sibling of its target, written whole and fsynced on libuv's thread pool
+ * (prepareWriteNoFollow); the host answers requests meanwhile. A failure there (a full disk) removes
+ * every temporary file and new folder and changes nothing. Then, in one synchronous pass as short as
+ * a few renames, as applyFileChanges: every target checked again, `beforePlacing` (a caller's own last
+ * check), and each change put in place in order (rename, or removal), with the same all-or-nothing
+ * undo when one fails. Folder fsyncs go to `syncLater` when given, as applyFileChanges's do.
+ */
+export async function applyFileChangesOffThread(
+  changes: FileChange[],
+  ledger?: DirectoryLedger,
+  options: { syncLater?: Set<string>; beforePlacing?: () => void } = {},
+): Promise<void> {
+  for (const change of changes) assertPlainTarget(change.absolutePath);
+  const umask = workspaceUmask();
+  const createdHere: CreatedDirectory[] = [];
+  const tracking: DirectoryLedger = {
+    created(directory) {
+      createdHere.push(directory);
+      ledger?.created(directory);
+    },
+    removed(directory) {
+      ledger?.removed(directory);
+    },
+  };
+  const prepared = new Map<FileChange, PreparedWrite>();
+  // Latest first: a later write's folder may sit inside an earlier one's.
+  const discardAll = () => [...prepared.values()].reverse().forEach(discardPreparedWrite);
+  try {
+    for (const change of changes)
+      if (change.after !== null)
+        prepared.set(
+          change,
+          await prepareWriteNoFollow(change.absolutePath, change.after, writtenMode(change, umask), { ledger: tracking }),
+        );
+  } catch (error) {
+    discardAll();
+    throw error;
+  }
+  // From here to the end, one synchronous stretch: nothing else on this thread sees the changes half made.
+  try {
+    for (const change of changes) assertPlainTarget(change.absolutePath);
+    options.beforePlacing?.();
+  } catch (error) {
+    discardAll();
+    throw error;
+  }
+  const applied: FileChange[] = [];
+  for (const change of changes) {
+    try {
+      const write = prepared.get(change);
+      if (write === undefined) removeFileNoFollow(change.absolutePath);
+      else placePreparedWrite(write, options.syncLater);
+    } catch (error) {
+      discardAll();
+      if (options.syncLater) for (const dir of options.syncLater) fsyncDirectoryQuietly(dir);
+      options.syncLater?.clear();
+      throw undoApplied(applied, createdHere, ledger, change, error);
+    }
+    applied.push(change);
+  }
+}
+
 function fsyncDirectoryQuietly(dir: string): void {
   try {
     const fd = fs.openSync(dir, 'r');
@@ -285,15 +357,16 @@ function fsyncDirectoryQuietly(dir: string): void {
 
 function applyOne(change: FileChange, umask: number, ledger: DirectoryLedger, syncLater: Set<string> | undefined): void {
   if (change.after === null) removeFileNoFollow(change.absolutePath);
-  else {
-    const mode = change.modeAfter ?? change.mode;
-    // A new file never gets more than the person's umask allows, whoever prepared the change (limitNewFileMode says so in the preview).
-    const allowed = change.before === null ? PLAIN_PERMISSION_BITS & ~umask : PLAIN_PERMISSION_BITS;
-    writeFileAtomicNoFollow(change.absolutePath, change.after, mode === null || mode === undefined ? undefined : mode & allowed, {
-      ledger,
-      ...(syncLater ? { syncLater } : {}),
-    });
-  }
+  else
+    writeFileAtomicNoFollow(change.absolutePath, change.after, writtenMode(change, umask), { ledger, ...(syncLater ? { syncLater } : {}) });
+}
+
+/** The permission bits a change writes, or undefined for the person's umask's default. */
+function writtenMode(change: FileChange, umask: number): number | undefined {
+  const mode = change.modeAfter ?? change.mode;
+  // A new file never gets more than the person's umask allows, whoever prepared the change (limitNewFileMode says so in the preview).
+  const allowed = change.before === null ? PLAIN_PERMISSION_BITS & ~umask : PLAIN_PERMISSION_BITS;
+  return mode === null || mode === undefined ? undefined : mode & allowed;
 }
 
 /** Puts one applied change back to its pre-image: what revert would write, from memory. */

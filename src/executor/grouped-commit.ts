@@ -11,7 +11,7 @@ interface Waiting {
 }
 
 /** How long one group may hold the host's thread before the rest of what fell due waits for the next. */
-const GROUP_STRETCH_MS = 5;
+const GROUP_STRETCH_MS = 2;
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { isMainThread } from 'node:worker_threads';
 import { createHash, randomBytes } from 'node:crypto';
 import { ExecutorError } from '../domain/errors.js';
@@ -370,40 +371,162 @@ export interface NoFollowWriteOptions {
  * when it fails before the rename, so a failed write leaves neither a temporary file nor empty folders.
  */
 export function writeFileAtomicNoFollow(target: string, data: Uint8Array, mode?: number, options: NoFollowWriteOptions = {}): void {
+  const opened = openTemporaryNoFollow(target, data.byteLength, mode, options.ledger);
+  try {
+    // Every byte, checked, as writeFileAtomic does: a full disk must fail here, before the rename.
+    writeAll(opened.fd, data);
+    if (opened.wantedMode !== undefined) fs.fchmodSync(opened.fd, opened.wantedMode);
+    fs.fsyncSync(opened.fd);
+    assertWrittenWhole(target, fs.fstatSync(opened.fd).size, data.byteLength);
+  } catch (error) {
+    throw discardAndDescribe(opened, error);
+  }
+  placeTemporary(opened, options.syncLater);
+}
+
+/**
+ * A workspace write whose temporary sibling is written whole and fsynced, its target not replaced yet
+ * (prepareWriteNoFollow). placePreparedWrite puts it in place; discardPreparedWrite takes it back.
+ */
+export interface PreparedWrite {
+  readonly target: string;
+}
+
+interface OpenedTemporary extends PreparedWrite {
+  readonly dir: string;
+  readonly temp: string;
+  readonly fd: number;
+  readonly created: CreatedDirectory[];
+  readonly wantedMode: number | undefined;
+  readonly bytes: number;
+  readonly ledger: DirectoryLedger | undefined;
+  /** Placed, or discarded: nothing is left to take back. */
+  settled: boolean;
+}
+
+/**
+ * writeFileAtomicNoFollow in two halves, so the wait for the disk is not spent on the host's thread.
+ * This half checks the path and creates the temporary sibling (O_EXCL | O_NOFOLLOW) in one synchronous
+ * stretch, as writeFileAtomicNoFollow does, then writes every byte, sets its mode and fsyncs it on
+ * libuv's thread pool: through the descriptor, so no path is looked up meanwhile. The target is not
+ * touched. A failure (a full disk) removes the temporary file and the folders made for it, and is
+ * said as writeFileAtomicNoFollow says it: nothing was changed.
+ */
+export async function prepareWriteNoFollow(
+  target: string,
+  data: Uint8Array,
+  mode?: number,
+  options: { ledger?: DirectoryLedger } = {},
+): Promise<PreparedWrite> {
+  const opened = openTemporaryNoFollow(target, data.byteLength, mode, options.ledger);
+  try {
+    let offset = 0;
+    while (offset < data.byteLength) {
+      const { bytesWritten } = await writeAsync(opened.fd, data, offset, data.byteLength - offset);
+      if (bytesWritten <= 0) throw Object.assign(new Error(`write made no progress at byte ${offset}`), { code: 'ENOSPC' });
+      offset += bytesWritten;
+    }
+    if (opened.wantedMode !== undefined) await fchmodAsync(opened.fd, opened.wantedMode);
+    await fsyncAsync(opened.fd);
+    assertWrittenWhole(target, (await fstatAsync(opened.fd)).size, data.byteLength);
+  } catch (error) {
+    throw discardAndDescribe(opened, error);
+  }
+  return opened;
+}
+
+/**
+ * The other half, synchronous and short: the path checked again, the rename, and the renamed name
+ * checked to hold the inode written (writeFileAtomicNoFollow's last stretch, with the same guarantees).
+ * A folder swapped for a link while the temporary file was written is seen here, before the rename;
+ * then nothing is changed and the temporary file is removed. Folder fsyncs go to `syncLater` when given.
+ */
+export function placePreparedWrite(prepared: PreparedWrite, syncLater?: Set<string>): void {
+  const opened = prepared as OpenedTemporary;
+  if (opened.settled) throw new Error(`the prepared write of ${opened.target} was already placed or discarded`);
+  placeTemporary(opened, syncLater);
+}
+
+/** Takes back a prepared write that will not be placed: its temporary file and the folders made for it go. Twice does nothing. */
+export function discardPreparedWrite(prepared: PreparedWrite): void {
+  const opened = prepared as OpenedTemporary;
+  if (opened.settled) return;
+  opened.settled = true;
+  closeQuietly(opened.fd);
+  fs.rmSync(opened.temp, { force: true });
+  removeDirectoriesQuietly(opened.created, opened.ledger);
+}
+
+const writeAsync = promisify(fs.write) as (
+  fd: number,
+  data: Uint8Array,
+  offset: number,
+  length: number,
+) => Promise<{ bytesWritten: number; buffer: Uint8Array }>;
+const fchmodAsync = promisify(fs.fchmod);
+const fsyncAsync = promisify(fs.fsync);
+const fstatAsync = promisify(fs.fstat);
+
+/**
+ * The first synchronous stretch of a workspace write: the target checked (reached without a link,
+ * absent or a regular file), its missing folders made (told to `ledger`), checked again, and the
+ * temporary sibling created O_EXCL | O_NOFOLLOW right after that check.
+ */
+function openTemporaryNoFollow(
+  target: string,
+  bytes: number,
+  mode: number | undefined,
+  ledger: DirectoryLedger | undefined,
+): OpenedTemporary {
   const dir = path.dirname(target);
   assertPlainTarget(target);
   // Folders a command's changeset needs are the person's, so they get the person's umask, not the host's private one.
   const umask = personUmask();
   let created: CreatedDirectory[];
   try {
-    created = createMissingDirectories(dir, { ...(umask === null ? {} : { mode: 0o777 & ~umask }), ledger: options.ledger });
+    created = createMissingDirectories(dir, { ...(umask === null ? {} : { mode: 0o777 & ~umask }), ledger });
   } catch (error) {
-    throw writeFailure(error, target, data.byteLength);
+    throw writeFailure(error, target, bytes);
   }
   const temp = path.join(dir, tempName(target, randomBytes(6).toString('hex')));
   // A new file in the person's workspace gets the mode their own umask gives: the process umask is
   // the private one, which would make it 0600 at open, so the mode is set on the descriptor too.
   const wantedMode = mode ?? (umask === null ? undefined : 0o666 & ~umask);
-  let fd: number | undefined;
+  try {
+    assertPlainTarget(target);
+    const fd = fs.openSync(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | NO_FOLLOW, wantedMode ?? 0o644);
+    return { target, dir, temp, fd, created, wantedMode, bytes, ledger, settled: false };
+  } catch (error) {
+    fs.rmSync(temp, { force: true });
+    removeDirectoriesQuietly(created, ledger);
+    throw writeFailure(error, target, bytes);
+  }
+}
+
+function assertWrittenWhole(target: string, size: number, expected: number): void {
+  if (size === expected) return;
+  throw new ExecutorError(
+    'STORAGE_FAILED',
+    `${target} was not written whole (${size} of ${expected} bytes reached the disk); nothing was changed.`,
+    { path: target, size, expected },
+  );
+}
+
+/** Discards the temporary file and says the failure: only now, so the free space reported is what is free with it gone. */
+function discardAndDescribe(opened: OpenedTemporary, error: unknown): unknown {
+  discardPreparedWrite(opened);
+  return writeFailure(error, opened.target, opened.bytes);
+}
+
+/** The last synchronous stretch of a workspace write: checked again, renamed, and the renamed name checked to hold the inode written. */
+function placeTemporary(opened: OpenedTemporary, syncLater: Set<string> | undefined): void {
+  const { target, dir, fd, created } = opened;
   let renamed = false;
   try {
     assertPlainTarget(target);
-    // Every byte, checked, as writeFileAtomic does: a full disk must fail here, before the rename.
-    fd = fs.openSync(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | NO_FOLLOW, wantedMode ?? 0o644);
-    writeAll(fd, data);
-    if (wantedMode !== undefined) fs.fchmodSync(fd, wantedMode);
-    fs.fsyncSync(fd);
-    const size = fs.fstatSync(fd).size;
-    if (size !== data.byteLength) {
-      throw new ExecutorError(
-        'STORAGE_FAILED',
-        `${target} was not written whole (${size} of ${data.byteLength} bytes reached the disk); nothing was changed.`,
-        { path: target, size, expected: data.byteLength },
-      );
-    }
-    assertPlainTarget(target);
-    fs.renameSync(temp, target);
+    fs.renameSync(opened.temp, target);
     renamed = true;
+    opened.settled = true;
     const written = fs.fstatSync(fd);
     const landed = lstatOrNull(target);
     if (!landed || landed.ino !== written.ino || landed.dev !== written.dev || fs.realpathSync.native(dir) !== dir) {
@@ -414,21 +537,14 @@ export function writeFileAtomicNoFollow(target: string, data: Uint8Array, mode?:
       );
     }
   } catch (error) {
-    if (!renamed) {
-      if (fd !== undefined) closeQuietly(fd);
-      fd = undefined;
-      fs.rmSync(temp, { force: true });
-      removeDirectoriesQuietly(created, options.ledger);
-      // Said only now: the free space reported is what is free with the temporary file gone.
-      throw writeFailure(error, target, data.byteLength);
-    }
+    if (!renamed) throw discardAndDescribe(opened, error);
     throw error;
   } finally {
-    if (fd !== undefined) closeQuietly(fd);
+    if (renamed) closeQuietly(fd);
   }
-  if (options.syncLater) {
-    options.syncLater.add(dir);
-    for (const folder of created) options.syncLater.add(path.dirname(folder.path));
+  if (syncLater) {
+    syncLater.add(dir);
+    for (const folder of created) syncLater.add(path.dirname(folder.path));
     return;
   }
   fsyncDirectory(dir);

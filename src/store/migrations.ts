@@ -369,4 +369,13 @@ export const MIGRATIONS: readonly string[] = [
   `
   CREATE INDEX IF NOT EXISTS steps_plan_status ON steps(plan_id, status, position);
   `,
+  // A large plan is stored in several commits (proposals.ts), so no one commit holds the host's thread for long. Until its
+  // last step is stored it is listed here: none of its steps is previewed or run, and a plan still listed at the next open
+  // (the host stopped mid-store) has its stored steps cancelled, never run.
+  `
+  CREATE TABLE plans_being_stored (
+    plan_id  TEXT PRIMARY KEY REFERENCES plans(plan_id),
+    steps    INTEGER NOT NULL
+  );
+  `,
 ];

@@ -516,67 +516,102 @@ export class StepRepository {
   insertPlan(plan: Plan, actor: Actor, contentBlobs: ReadonlyMap<string, string> = new Map()): void {
     const now = new Date().toISOString();
     this.db.transaction(() => {
-      if (this.statement('SELECT 1 FROM plans WHERE plan_id = ?').get(plan.planId)) {
-        throw new ExecutorError('PLAN_EXISTS', `A plan with id ${plan.planId} was already proposed; give the new plan its own id.`, {
-          planId: plan.planId,
-        });
-      }
-      this.statement('INSERT INTO plans (plan_id, purpose, origin, created_at, consent_expiry_seconds) VALUES (?, ?, ?, ?, ?)').run(
-        plan.planId,
-        plan.purpose ?? null,
-        actor.channel,
-        now,
-        plan.consentExpirySeconds ?? null,
-      );
-      const insertStep = this.statement(
-        `INSERT INTO steps (step_id, plan_id, position, action, step_json, step_hash, status, created_at, updated_at, body_apart)
-         VALUES (?, ?, ?, ?, ?, ?, 'proposed', ?, ?, ?)`,
-      );
-      plan.steps.forEach((step, position) => {
-        if (this.statement('SELECT 1 FROM steps WHERE step_id = ?').get(step.id)) {
-          throw new ExecutorError('STEP_EXISTS', `A step with id ${step.id} already exists; step ids must be unique.`, { stepId: step.id });
-        }
-        const blob = contentBlobs.get(step.id);
-        if (blob !== undefined && step.action === 'writeFile') {
-          // Its content is in the blob: neither written here nor made canonical text apart from its hash.
-          const rowJson = rowJsonOf(step);
-          const kept = withContent(rowJson, step.args.content);
-          const hash = stepHash(kept);
-          insertStep.run(step.id, plan.planId, position, step.action, rowJson, hash, now, now, 1);
-          this.statement('INSERT OR REPLACE INTO step_bodies (step_id, step_json, content_blob) VALUES (?, ?, ?)').run(
-            step.id,
-            rowJson,
-            blob,
-          );
-          this.parsed.remember(kept, hash, blob);
-        } else {
-          const stored = storedStep(step);
-          // A large step is hashed on the object its stored JSON parses to, and that object cached: the executor's
-          // next reads get it without reading or parsing its body, and its hash is not computed a second time.
-          const kept = stored.bodyJson === null ? step : (JSON.parse(stored.bodyJson) as Step);
-          const hash = stepHash(kept);
-          insertStep.run(step.id, plan.planId, position, step.action, stored.rowJson, hash, now, now, stored.bodyJson === null ? 0 : 1);
-          if (stored.bodyJson !== null) {
-            this.storeBody(step.id, stored.bodyJson);
-            this.parsed.remember(kept, hash);
-          }
-        }
-        this.audit.append({
-          kind: 'step.proposed',
-          actor,
-          planId: plan.planId,
-          stepId: step.id,
-          detail: {
-            action: step.action,
-            args: summarizeLargeValues(step.args),
-            meta: step.meta,
-            position,
-            purpose: plan.purpose,
-            ...(plan.consentExpirySeconds !== undefined ? { consentExpirySeconds: plan.consentExpirySeconds } : {}),
-          },
-        });
-      });
+      this.insertPlanRow(plan, actor, now);
+      plan.steps.forEach((_step, position) => this.insertPlanStep(plan, position, actor, contentBlobs, now));
     })();
+  }
+
+  /**
+   * A plan's own row, its steps to follow (insertPlanStep): refused when its id, or the id of any of
+   * its steps, is taken. Inside the caller's transaction.
+   */
+  insertPlanRow(plan: Plan, actor: Actor, now: string): void {
+    if (this.statement('SELECT 1 FROM plans WHERE plan_id = ?').get(plan.planId)) {
+      throw new ExecutorError('PLAN_EXISTS', `A plan with id ${plan.planId} was already proposed; give the new plan its own id.`, {
+        planId: plan.planId,
+      });
+    }
+    for (const step of plan.steps) this.assertStepIdFree(step.id);
+    this.statement('INSERT INTO plans (plan_id, purpose, origin, created_at, consent_expiry_seconds) VALUES (?, ?, ?, ?, ?)').run(
+      plan.planId,
+      plan.purpose ?? null,
+      actor.channel,
+      now,
+      plan.consentExpirySeconds ?? null,
+    );
+  }
+
+  private assertStepIdFree(stepId: string): void {
+    if (this.statement('SELECT 1 FROM steps WHERE step_id = ?').get(stepId)) {
+      throw new ExecutorError('STEP_EXISTS', `A step with id ${stepId} already exists; step ids must be unique.`, { stepId });
+    }
+  }
+
+  /** The plan's step at `position`, stored `proposed` with its step.proposed record. Inside the caller's transaction. */
+  insertPlanStep(plan: Plan, position: number, actor: Actor, contentBlobs: ReadonlyMap<string, string>, now: string): void {
+    const step = plan.steps[position]!;
+    this.assertStepIdFree(step.id);
+    const insertStep = this.statement(
+      `INSERT INTO steps (step_id, plan_id, position, action, step_json, step_hash, status, created_at, updated_at, body_apart)
+         VALUES (?, ?, ?, ?, ?, ?, 'proposed', ?, ?, ?)`,
+    );
+    const blob = contentBlobs.get(step.id);
+    if (blob !== undefined && step.action === 'writeFile') {
+      // Its content is in the blob: neither written here nor made canonical text apart from its hash.
+      const rowJson = rowJsonOf(step);
+      const kept = withContent(rowJson, step.args.content);
+      const hash = stepHash(kept);
+      insertStep.run(step.id, plan.planId, position, step.action, rowJson, hash, now, now, 1);
+      this.statement('INSERT OR REPLACE INTO step_bodies (step_id, step_json, content_blob) VALUES (?, ?, ?)').run(step.id, rowJson, blob);
+      this.parsed.remember(kept, hash, blob);
+    } else {
+      const stored = storedStep(step);
+      // A large step is hashed on the object its stored JSON parses to, and that object cached: the executor's
+      // next reads get it without reading or parsing its body, and its hash is not computed a second time.
+      const kept = stored.bodyJson === null ? step : (JSON.parse(stored.bodyJson) as Step);
+      const hash = stepHash(kept);
+      insertStep.run(step.id, plan.planId, position, step.action, stored.rowJson, hash, now, now, stored.bodyJson === null ? 0 : 1);
+      if (stored.bodyJson !== null) {
+        this.storeBody(step.id, stored.bodyJson);
+        this.parsed.remember(kept, hash);
+      }
+    }
+    this.audit.append({
+      kind: 'step.proposed',
+      actor,
+      planId: plan.planId,
+      stepId: step.id,
+      detail: {
+        action: step.action,
+        args: summarizeLargeValues(step.args),
+        meta: step.meta,
+        position,
+        purpose: plan.purpose,
+        ...(plan.consentExpirySeconds !== undefined ? { consentExpirySeconds: plan.consentExpirySeconds } : {}),
+      },
+    });
+  }
+
+  /** Marks a plan as not stored whole yet (migrations.ts, plans_being_stored): none of its steps is previewed or run. */
+  markBeingStored(planId: string, steps: number): void {
+    this.statement('INSERT INTO plans_being_stored (plan_id, steps) VALUES (?, ?)').run(planId, steps);
+  }
+
+  /** The plan's last step is stored: it goes forward like any other. */
+  markStoredWhole(planId: string): void {
+    this.statement('DELETE FROM plans_being_stored WHERE plan_id = ?').run(planId);
+  }
+
+  /** Whether a plan is still being stored (or was left half-stored by a host that stopped). */
+  isBeingStored(planId: string): boolean {
+    return this.statement('SELECT 1 FROM plans_being_stored WHERE plan_id = ?').get(planId) !== undefined;
+  }
+
+  /** The plans marked as being stored, each with the number of steps it was proposed with. */
+  plansBeingStored(): { planId: string; steps: number }[] {
+    return (
+      this.statement('SELECT plan_id, steps FROM plans_being_stored ORDER BY plan_id').all() as { plan_id: string; steps: number }[]
+    ).map((row) => ({ planId: row.plan_id, steps: row.steps }));
   }
 
   /** When the step last changed, without loading it (undefined for an unknown id). */

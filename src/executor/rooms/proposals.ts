@@ -6,12 +6,14 @@ import { parsePlan } from '../../domain/plan-parse.js';
 import type { Evaluation } from '../../domain/risk.js';
 import type { PlanBasisStep, Preview, PreviewRebuilt, RunSpan, StepRecord } from '../../domain/step-record.js';
 import { isAgentActor } from '../../domain/step-ownership.js';
-import { stepHash, type Step } from '../../domain/step.js';
+import { stepHash, type Plan, type Step } from '../../domain/step.js';
 import type { EffectRating } from '../../policy/command-effects.js';
+import type { Policy } from '../../policy/policy-file.js';
 import { loadShellParser } from '../../policy/shell-parser.js';
 import { storeStepContents } from '../../backup/step-contents.js';
 import { dataDirFailure, isNoSpace } from '../../store/storage-errors.js';
 import { assertRoomForPlan } from '../proposal-room.js';
+import { cancelStoredSteps } from '../incomplete-plans.js';
 import { PreviewQueue } from '../preview-queue.js';
 import { DEFERRABLE, keptPreviewError, PENDING, POLICY_ACTOR, previewHashOf, type StepDesk } from '../step-desk.js';
 
@@ -38,6 +40,8 @@ export class ProposalsRoom {
   private readonly rebuildReasons = new Map<string, PreviewRebuilt>();
   /** Plans with a dry run that saw earlier steps of the plan (a preview with planBasis) in this process. */
   private readonly plansWithBasis = new Set<string>();
+  /** The ids of steps of plans being stored in parts (storePlan) and not stored yet, with the agent that proposed each. */
+  private readonly stepsBeingStored = new Map<string, string | null>();
 
   constructor(
     private readonly desk: StepDesk,
@@ -180,24 +184,8 @@ export class ProposalsRoom {
         } catch (error) {
           throw dataDirFailure(error, desk.dataDir);
         }
-        // One transaction for the whole plan, shared with proposals that arrived together (grouped-commit.ts).
-        changed = await this.desk.commits.run(() => {
-          // Checked again in the commit itself: a pause that came while this proposal waited for it holds for it too.
-          desk.assertNotPaused('new proposals are refused until they resume; nothing was proposed');
-          if (actor.channel === 'mcp') this.assertWithinAgentLimits(actor, plan.steps.length);
-          desk.steps.insertPlan(plan, actor, contents);
-          const records: StepRecord[] = [];
-          // The policy was read again while the plan was weighed (a setting or a remembered rule changed):
-          // the verdicts stored are the policy's in force now, weighed again here in one stretch.
-          const evaluations = desk.policy === weighedUnder ? weighed : this.weighPlanNow(plan.steps);
-          for (const [index, step] of plan.steps.entries()) {
-            const evaluation = evaluations[index]!;
-            records.push(desk.steps.transition(step.id, 'evaluated', POLICY_ACTOR, { evaluation }, { detail: { evaluation } }));
-            if (!evaluation.allowed)
-              records.push(desk.steps.transition(step.id, 'denied', POLICY_ACTOR, {}, { detail: { reasons: evaluation.reasons } }));
-          }
-          return records;
-        });
+        // Stored in parts of a few milliseconds each (storePlan), shared with proposals that arrived together.
+        changed = await this.storePlan(plan, actor, contents, weighed, weighedUnder);
       } finally {
         lease.release();
       }
@@ -209,6 +197,114 @@ export class ProposalsRoom {
     // Heard only once on disk: a listener never sees a step that a failed commit took back.
     for (const record of changed) desk.emitStep(record);
     return desk.steps.planSteps(plan.planId);
+  }
+
+  /**
+   * Stores a weighed plan: its steps `proposed`, then `evaluated` (or denied) with the verdicts, each
+   * with its audit records. A plan that takes more than STORE_STRETCH_MS of the host's thread is
+   * stored in several group commits, a turn of the event loop between them, instead of one long one
+   * (a 300-step plan held every request for hundreds of ms). Until its last step is stored it is
+   * listed as being stored (plans_being_stored, set in the first commit, cleared in the last): none of
+   * its steps is previewed, approved or run meanwhile, and a plan still listed after a failure here or
+   * a crash has its stored steps cancelled (endIncompletePlan here, recovery at the next open), so a
+   * part of a plan never runs. Proposals that arrive meanwhile commit between the parts.
+   * Answers the records for the caller to tell listeners of: a plan stored in parts was told of part
+   * by part, each part once on disk, and answers none.
+   */
+  private async storePlan(
+    plan: Plan,
+    actor: Actor,
+    contents: Map<string, string>,
+    weighed: Evaluation[],
+    weighedUnder: Policy,
+  ): Promise<StepRecord[]> {
+    const { desk } = this;
+    const now = new Date().toISOString();
+    let evaluations = weighed;
+    let evaluatedUnder = weighedUnder;
+    let next = 0;
+    // One part: steps from `next` on, until the stretch is spent; the last part clears the mark.
+    const storePart = () => {
+      const startedAt = performance.now();
+      // The policy was read again since the verdicts were weighed (a setting or a remembered rule changed):
+      // the verdicts stored are the policy's in force now, weighed again here in one stretch.
+      if (desk.policy !== evaluatedUnder) {
+        evaluations = this.weighPlanNow(plan.steps);
+        evaluatedUnder = desk.policy;
+      }
+      const part: StepRecord[] = [];
+      const first = next;
+      do {
+        const step = plan.steps[next]!;
+        desk.steps.insertPlanStep(plan, next, actor, contents, now);
+        const evaluation = evaluations[next]!;
+        part.push(desk.steps.transition(step.id, 'evaluated', POLICY_ACTOR, { evaluation }, { detail: { evaluation } }));
+        if (!evaluation.allowed)
+          part.push(desk.steps.transition(step.id, 'denied', POLICY_ACTOR, {}, { detail: { reasons: evaluation.reasons } }));
+        next++;
+      } while (next < plan.steps.length && performance.now() - startedAt < STORE_STRETCH_MS);
+      if (first === 0 && next < plan.steps.length) desk.steps.markBeingStored(plan.planId, plan.steps.length);
+      if (first > 0 && next === plan.steps.length) desk.steps.markStoredWhole(plan.planId);
+      return part;
+    };
+    // The first part shares a transaction with proposals that arrived together (grouped-commit.ts).
+    const firstPart = await desk.commits.run(() => {
+      // Checked again in the commit itself: a pause that came while this proposal waited for it holds for it too.
+      desk.assertNotPaused('new proposals are refused until they resume; nothing was proposed');
+      if (actor.channel === 'mcp') this.assertWithinAgentLimits(actor, plan.steps.length);
+      for (const step of plan.steps) if (this.stepsBeingStored.has(step.id)) this.refuseTakenStepId(step.id);
+      desk.steps.insertPlanRow(plan, actor, now);
+      return storePart();
+    });
+    if (next === plan.steps.length) return firstPart;
+    // Heard part by part, each once on disk: telling every listener of 600 records at the end held the thread too.
+    for (const record of firstPart) desk.emitStep(record);
+    {
+      // Its later steps' ids are this plan's until stored: a proposal meanwhile cannot take one.
+      const reserved = plan.steps.slice(next).map((step) => step.id);
+      for (const id of reserved) this.stepsBeingStored.set(id, actor.agent ?? null);
+      try {
+        while (next < plan.steps.length) {
+          // A turn of the event loop between parts: requests that arrived meanwhile are read first.
+          await nextTurn();
+          if (desk.closed) throw new ExecutorError('NOT_AVAILABLE', `Executor stopped while plan ${plan.planId} was being stored.`);
+          const from = next;
+          const part = await desk.commits.run(storePart);
+          for (const step of plan.steps.slice(from, next)) this.stepsBeingStored.delete(step.id);
+          for (const record of part) desk.emitStep(record);
+        }
+      } catch (error) {
+        throw await this.endIncompletePlan(plan, next, error);
+      } finally {
+        for (const id of reserved) this.stepsBeingStored.delete(id);
+      }
+    }
+    return [];
+  }
+
+  /**
+   * A plan whose storing stopped part-way (a full disk, the host closing): the steps stored so far are
+   * cancelled, so none of them runs, and the error says so. Should that fail too, the plan stays
+   * marked as being stored: nothing previews it, and the next open cancels its steps (recovery).
+   */
+  private async endIncompletePlan(plan: Plan, stored: number, error: unknown): Promise<unknown> {
+    const { desk } = this;
+    const reason = `Only ${stored} of the plan's ${plan.steps.length} steps could be stored (${toErrorShape(error).message}), so none of them runs. Propose the plan again.`;
+    try {
+      if (desk.closed) return error;
+      const ended = await desk.commits.run(() => cancelStoredSteps(desk, plan.planId, reason));
+      for (const record of ended) desk.emitStep(record);
+    } catch {
+      // Left marked: never previewed; the next open cancels its steps.
+    }
+    // A full disk or a damaged database named as such, and in every case what became of the plan: its stored steps never run.
+    const named = dataDirFailure(error, desk.dataDir);
+    if (!(named instanceof ExecutorError)) return named;
+    return new ExecutorError(named.code, `${named.message} ${reason}`, { ...named.details, planId: plan.planId, storedSteps: stored });
+  }
+
+  private refuseTakenStepId(stepId: string): never {
+    throw new ExecutorError('STEP_EXISTS', `A step with id ${stepId} already exists; step ids must be unique.`, { stepId });
   }
 
   /**
@@ -291,6 +387,8 @@ export class ProposalsRoom {
     const { desk } = this;
     // Stopped by the person (or held on a full data directory): the plan's steps wait `evaluated`; resume schedules their previews again.
     if (desk.closed || desk.paused || desk.hold.active) return false;
+    // Not stored whole yet (or left half-stored): no step of it goes forward.
+    if (desk.steps.isBeingStored(planId)) return false;
     // One light query for the step's id, then that one row: listing the whole plan here parsed every step's args again (a 10 MB write each time).
     const nextId = desk.steps.nextEvaluatedStepId(planId);
     const next = nextId === null ? undefined : desk.steps.get(nextId);
@@ -473,7 +571,9 @@ export class ProposalsRoom {
     const { stepsPerMinute, openSteps } = desk.policy.agentLimits;
     const agent = actor.agent ?? null;
     const who = actor.client ? `The agent "${actor.client}"` : 'This agent';
-    const open = desk.steps.countAgentSteps(agent, { statuses: PENDING }).count;
+    // Steps of this agent's plans still being stored count as open and as proposed now: they are.
+    const storing = [...this.stepsBeingStored.values()].filter((owner) => owner === agent).length;
+    const open = desk.steps.countAgentSteps(agent, { statuses: PENDING }).count + storing;
     if (open + newSteps > openSteps) {
       this.refuseOverLimit(
         actor,
@@ -484,6 +584,7 @@ export class ProposalsRoom {
     }
     const windowStart = new Date(Date.now() - 60_000);
     const recent = desk.steps.countAgentSteps(agent, { since: windowStart.toISOString() });
+    recent.count += storing;
     if (recent.count + newSteps > stepsPerMinute) {
       const retryAfterSeconds = recent.oldestAt ? Math.max(1, Math.ceil((Date.parse(recent.oldestAt) - windowStart.getTime()) / 1000)) : 60;
       const advice =
@@ -666,7 +767,10 @@ function endedInWords(status: StepRecord['status']): string {
 }
 
 /** How long a plan is weighed before a request waiting meanwhile is let in (weighPlan). */
-const WEIGHING_STRETCH_MS = 5;
+const WEIGHING_STRETCH_MS = 2;
+
+/** How long one commit of a plan being stored holds the host's thread before the rest goes in the next (storePlan). */
+const STORE_STRETCH_MS = 2;
 
 /** A background preview that failed on a known step (see recordPreviewFailure). */
 class PreviewError extends Error {

@@ -8,6 +8,7 @@ import { planCanMoveWithoutPerson } from '../../domain/plan-order.js';
 import { WITHDRAWABLE_STATUSES, type StepStatus } from '../../domain/state-machine.js';
 import type { StepRecord } from '../../domain/step-record.js';
 import { loadShellParser } from '../../policy/shell-parser.js';
+import { cancelStoredSteps } from '../incomplete-plans.js';
 import { POLICY_ACTOR, SYSTEM_ACTOR, type StepDesk } from '../step-desk.js';
 
 /** What recovery sets off elsewhere: the expiry sweep, and the previews (and runs forward) of the plans it takes up. */
@@ -55,6 +56,7 @@ export class RecoveryRoom {
         { detail: { recoveredAtStart: true, removedTempFiles: leftovers } },
       );
     }
+    this.endPlansNotStoredWhole();
     this.port.sweepExpired();
     if (!resume) return;
     // Only plans where something can still happen without the person; an approved step waiting behind
@@ -63,6 +65,19 @@ export class RecoveryRoom {
       .plansWith(['proposed', 'evaluated', 'approved'])
       .filter((planId) => planCanMoveWithoutPerson(this.desk.steps.planSteps(planId)));
     if (unfinished.length > 0) this.resumed = this.resumeUnfinished(unfinished);
+  }
+
+  /**
+   * Plans the host stopped storing part-way (plans_being_stored, proposals.ts): their stored steps are
+   * cancelled, each with the reason, so a part of a plan is never previewed or run.
+   */
+  private endPlansNotStoredWhole(): void {
+    for (const { planId, steps } of this.desk.steps.plansBeingStored()) {
+      const stored = this.desk.steps.planSteps(planId).length;
+      const reason = `Executor stopped while this plan was being stored: only ${stored} of its ${steps} steps were stored, so none of them runs. Propose the plan again.`;
+      const ended = this.desk.db.transaction(() => cancelStoredSteps(this.desk, planId, reason))();
+      for (const record of ended) this.desk.emitStep(record);
+    }
   }
 
   /**

@@ -144,7 +144,7 @@ describe('large step bodies apart from their rows', () => {
     db.exec(`ALTER TABLE step_bodies DROP COLUMN content_blob;
       UPDATE steps SET preview_json = (SELECT preview_json FROM step_previews WHERE preview_id = steps.preview_ref) WHERE preview_ref IS NOT NULL;
       DROP TABLE step_previews; ALTER TABLE steps DROP COLUMN preview_ref;
-      DROP TABLE step_bodies; ALTER TABLE steps DROP COLUMN body_apart; ALTER TABLE skills DROP COLUMN errors_in_row;`);
+      DROP TABLE step_bodies; ALTER TABLE steps DROP COLUMN body_apart; ALTER TABLE skills DROP COLUMN errors_in_row; DROP TABLE plans_being_stored;`);
     db.pragma(`user_version = ${MIGRATIONS.findIndex((sql) => sql.includes('CREATE TABLE step_bodies'))}`);
     db.close();
 
@@ -203,7 +203,9 @@ describe('large step bodies apart from their rows', () => {
     const db = new Database(path.join(dataDir, 'executor.db'));
     db.prepare('UPDATE step_bodies SET step_json = ? WHERE step_id = ?').run(whole, 'kept');
     // Later migrations are undone too (the skills' errors in a row), so each runs again from there.
-    db.exec('ALTER TABLE step_bodies DROP COLUMN content_blob; ALTER TABLE skills DROP COLUMN errors_in_row');
+    db.exec(
+      'ALTER TABLE step_bodies DROP COLUMN content_blob; ALTER TABLE skills DROP COLUMN errors_in_row; DROP TABLE plans_being_stored',
+    );
     db.pragma(`user_version = ${MIGRATIONS.findIndex((sql) => sql.includes('ADD COLUMN content_blob'))}`);
     db.close();
 

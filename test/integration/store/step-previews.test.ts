@@ -125,7 +125,7 @@ describe('large previews apart from their rows', () => {
     const db = new Database(path.join(dataDir, 'executor.db'));
     db.exec(`UPDATE steps SET preview_json = (SELECT preview_json FROM step_previews WHERE preview_id = steps.preview_ref) WHERE preview_ref IS NOT NULL;
       DROP TABLE step_previews; ALTER TABLE steps DROP COLUMN preview_ref; ALTER TABLE step_bodies DROP COLUMN content_blob;
-      ALTER TABLE skills DROP COLUMN errors_in_row;`);
+      ALTER TABLE skills DROP COLUMN errors_in_row; DROP TABLE plans_being_stored;`);
     db.pragma(`user_version = ${MIGRATIONS.findIndex((sql) => sql.includes('CREATE TABLE step_previews'))}`);
     db.close();
 
