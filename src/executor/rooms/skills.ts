@@ -214,6 +214,8 @@ export class SkillsRoom {
   /** An agent's or the person's proposal: stored as a draft, then quarantined and validated before it answers. */
   async propose(input: unknown, actor: Actor, origin: { parentId?: string; fromStepId?: string } = {}): Promise<SkillRecord> {
     if (this.desk.paused) throw hostPausedError(this.desk.paused, 'no skill can be proposed');
+    // Held to a plan's limits before it is parsed: the schema walk recurses, and a schema nested thousands deep was a RangeError, not an answer.
+    assertWithinJsonLimits(input, PLAN_LIMITS, { code: 'INVALID_INPUT', subject: 'The skill' });
     const parsed = SkillProposalSchema.safeParse(input);
     if (!parsed.success) throw new ExecutorError('INVALID_INPUT', `The skill is not valid: ${describeIssues(parsed.error).join('; ')}`);
     const proposal = parsed.data;
@@ -532,6 +534,7 @@ export class SkillsRoom {
   /** The person's edit: a new skill (new row, new version) that goes through quarantine again; the old one stays as it was. */
   async edit(skillId: string, actor: Actor, change: unknown): Promise<SkillRecord> {
     const skill = this.get(skillId);
+    assertWithinJsonLimits(change, PLAN_LIMITS, { code: 'INVALID_INPUT', subject: 'The change' });
     const parsed = SkillEditSchema.safeParse(change);
     if (!parsed.success) throw new ExecutorError('INVALID_INPUT', `The edit is not valid: ${describeIssues(parsed.error).join('; ')}`);
     const proposal: SkillProposal = {
