@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import type { StepRecord } from '../../../src/domain/step.js';
+import type { StepRecord } from '../../../src/domain/step-record.js';
 import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import { detectIsolation } from '../../../src/sandbox/light/isolation.js';
 import { runCli } from '../../helpers/run-cli.js';
