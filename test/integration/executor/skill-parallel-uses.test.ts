@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { actorFor } from '../../../src/domain/actor.js';
 import type { SkillProposalInput } from '../../../src/domain/skill.js';
@@ -9,7 +10,7 @@ const person = actorFor('cli');
 const agent = { ...actorFor('mcp', 'test-agent'), agent: 'agent-1' };
 
 /** The real spawner, counting how many workers the host holds at once at most (started and not yet killed or exited). */
-function countingSpawn(): { spawnChild: SpawnChild; peak: () => number } {
+function countingSpawn(): { spawnChild: SpawnChild; peak: () => number; alive: () => number } {
   let alive = 0;
   let peak = 0;
   const spawnChild: SpawnChild = (launch) => {
@@ -32,7 +33,7 @@ function countingSpawn(): { spawnChild: SpawnChild; peak: () => number } {
       },
     };
   };
-  return { spawnChild, peak: () => peak };
+  return { spawnChild, peak: () => peak, alive: () => alive };
 }
 
 const slow: SkillProposalInput = {
@@ -67,17 +68,24 @@ describe('uses in parallel', () => {
     expect(executor.getSkill(skill.skillId).state).toBe('trial');
   });
 
-  it('with the budget off, thirty uses at once all run, on a bounded number of worker processes', async () => {
-    const { spawnChild, peak } = countingSpawn();
+  it('with the budget off, a hundred uses at once all run, on a bounded number of worker processes, and leave no descriptor open', async () => {
+    const { spawnChild, peak, alive } = countingSpawn();
     const { executor } = openExecutor(
       { lightSandbox: { warmWorkers: 0, budget: { enabled: false } }, skills: { trialUses: 50, trialMinHours: 0 } },
       { spawnChild },
     );
     const skill = await executor.proposeSkill(slow, agent);
     executor.approveSkill(skill.skillId, person);
-    const uses = await Promise.all(Array.from({ length: 30 }, (_, i) => executor.useSkill('slow_echo', { who: `u${i}` }, agent)));
+    // The skill's own worker is started at its first use: counted from then, a hundred more leave only it.
+    await executor.useSkill('slow_echo', { who: 'first' }, agent);
+    const openDescriptors = () => fs.readdirSync('/proc/self/fd').length;
+    await expect.poll(() => alive(), { timeout: 20_000 }).toBe(1);
+    const before = openDescriptors();
+    const uses = await Promise.all(Array.from({ length: 100 }, (_, i) => executor.useSkill('slow_echo', { who: `u${i}` }, agent)));
     expect(uses.map((use) => (use.ok ? use.output : use.code))).toEqual(uses.map((_, i) => `u${i}`));
     // The runs that hold a turn, and the skill's own worker waiting for its next use.
     expect(peak()).toBeLessThanOrEqual(MAX_CONCURRENT_RUNS + 1);
-  });
+    await expect.poll(() => alive(), { timeout: 20_000 }).toBe(1);
+    await expect.poll(openDescriptors, { timeout: 20_000 }).toBeLessThanOrEqual(before);
+  }, 180_000);
 });
