@@ -41,4 +41,26 @@ describe('hostile proposals', () => {
     });
     expect(executor.listSkills()).toHaveLength(1);
   });
+
+  it('a property named like a built-in of every object is refused: the schema could not hold it to its type', async () => {
+    const { executor } = openExecutor();
+    for (const name of ['__proto__', 'constructor', 'toString', 'hasOwnProperty']) {
+      // As an agent's JSON arrives: "__proto__" an own key.
+      const proposal = JSON.parse(
+        JSON.stringify({
+          name: 'builtin_names',
+          purpose: 'p',
+          code: 'return Object.keys(input).join(",");',
+          inputSchema: { type: 'object', properties: { NAME: { type: 'string' } }, required: ['NAME'] },
+          outputSchema: { type: 'string' },
+          examples: [{ NAME: 'a' }, { NAME: 'b' }, { NAME: 'c' }],
+        }).replaceAll('NAME', name),
+      );
+      await expect(executor.proposeSkill(proposal, agent)).rejects.toMatchObject({
+        code: 'INVALID_INPUT',
+        message: expect.stringContaining(`properties.${name}`),
+      });
+    }
+    expect(executor.listSkills()).toEqual([]);
+  });
 });
