@@ -191,6 +191,7 @@ export class LightSandbox {
 
   async run(request: LightRunRequest, limits: LightSandboxPolicy): Promise<CodeRunResult> {
     const startedAt = performance.now();
+    let usage: (SandboxUsage & { endedAtMs?: number }) | undefined;
     try {
       const codeBytes = Buffer.byteLength(request.code, 'utf8');
       if (codeBytes > MAX_CODE_BYTES) {
@@ -213,7 +214,7 @@ export class LightSandbox {
       const verdict = checkBudget(this.budgetView(checkedAtMs), limits.budget, checkedAtMs);
       if (!verdict.ok) return failure('EXECUTION_DENIED', verdict.message, startedAt, [], { retryAfterMs: verdict.retryAfterMs });
       // Counted from here, in the same turn as the check: the next run's check sees this one.
-      const usage: SandboxUsage & { endedAtMs?: number } = { startedAtMs: checkedAtMs, chargedMs: 1 };
+      usage = { startedAtMs: checkedAtMs, chargedMs: 1 };
       this.unrecorded.add(usage);
 
       const pool = this.poolFor(limits);
@@ -221,21 +222,26 @@ export class LightSandbox {
         this.unrecorded.delete(usage);
         return failure('EXECUTION_CANCELLED', 'The run was cancelled while it waited for a worker; nothing ran.', startedAt);
       }
-      let worker: WarmWorker;
+      let result: CodeRunResult;
+      let runStartedAtMs: number;
+      // The turn goes back however the run ends: one kept by a throw would, eight throws later, stall every run for good.
       try {
-        worker = await pool.acquire(request.workerKey);
-      } catch (error) {
+        let worker: WarmWorker;
+        try {
+          worker = await pool.acquire(request.workerKey);
+        } catch (error) {
+          this.unrecorded.delete(usage);
+          return failure('EXECUTION_CRASHED', `The sandbox worker could not start: ${(error as Error).message}`, startedAt);
+        }
+        const timeoutMs = clampTimeout(request.timeoutMs, limits.defaultTimeoutMs);
+        runStartedAtMs = this.now();
+        usage.startedAtMs = runStartedAtMs;
+        // durationMs of a run counts from handing over the code: waiting for a worker is not the code's time.
+        result = await this.settleOnce(worker, request, timeoutMs, performance.now());
+        pool.release(worker);
+      } finally {
         this.giveTurnBack();
-        this.unrecorded.delete(usage);
-        return failure('EXECUTION_CRASHED', `The sandbox worker could not start: ${(error as Error).message}`, startedAt);
       }
-      const timeoutMs = clampTimeout(request.timeoutMs, limits.defaultTimeoutMs);
-      const runStartedAtMs = this.now();
-      usage.startedAtMs = runStartedAtMs;
-      // durationMs of a run counts from handing over the code: waiting for a worker is not the code's time.
-      const result = await this.settleOnce(worker, request, timeoutMs, performance.now());
-      pool.release(worker);
-      this.giveTurnBack();
       usage.endedAtMs = this.now();
       usage.chargedMs = Math.max(1, usage.endedAtMs - runStartedAtMs);
       // The ledger gets the plain charge; the caller that was handed it charges this same object (charge).
@@ -251,6 +257,8 @@ export class LightSandbox {
       }
       return result;
     } catch (error) {
+      // Its charge, if it has one, was never handed on: it stops counting as a run under way.
+      if (usage && usage.endedAtMs === undefined) this.unrecorded.delete(usage);
       // The tool never throws to its caller: anything unforeseen is still a typed result.
       return failure('EXECUTION_CRASHED', `The sandbox failed: ${(error as Error).message}`, startedAt);
     }
