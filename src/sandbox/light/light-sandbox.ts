@@ -184,7 +184,11 @@ export class LightSandbox {
         ...this.ledger.since(afterMs),
         ...[...this.unrecorded]
           .filter((usage) => usage.startedAtMs > afterMs)
-          .map((usage) => ({ startedAtMs: usage.startedAtMs, chargedMs: Math.max(usage.chargedMs, nowMs - usage.startedAtMs) })),
+          .map((usage) => ({
+            startedAtMs: usage.startedAtMs,
+            // Ended and waiting for its caller's commit: its own charge; still running: what it has taken so far.
+            chargedMs: usage.endedAtMs !== undefined ? usage.chargedMs : Math.max(1, nowMs - usage.startedAtMs),
+          })),
       ],
     };
   }
