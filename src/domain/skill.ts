@@ -98,6 +98,9 @@ export function schemaOutsideSubset(schema: unknown, at = '$'): string | undefin
     if (typeof record.properties !== 'object' || record.properties === null || Array.isArray(record.properties))
       return `${at}.properties is not an object`;
     for (const [name, sub] of Object.entries(record.properties)) {
+      // The validator reads such a name through the prototype: "__proto__" took any value or none, "constructor" refused every input without it.
+      if (name in Object.prototype)
+        return `${at}.properties.${name}: a property may not be named like a built-in of every object (__proto__, constructor, toString, …)`;
       const found = schemaOutsideSubset(sub, `${at}.properties.${name}`);
       if (found) return found;
     }

@@ -119,10 +119,34 @@ function firstIssue(schema: z.ZodType, value: unknown): string | null {
 export class SkillsRoom {
   /** Skills used in this process: each keeps a light-sandbox worker of its own while it stays usable (keepWorkersWarm). */
   private readonly warmed = new Set<string>();
+  /** Uses under way, by step: a skill disabled while one runs stops it (stopInFlightOfDisabled). */
+  private readonly inFlight = new Map<string, { skillId: string; live: LiveRun; stoppedBecause?: string }>();
 
   constructor(private readonly desk: StepDesk) {
     // Any skill that stops being usable (disabled, superseded, the stop switch) loses its worker at once.
-    desk.events.on('skill', () => this.keepWorkersWarm());
+    desk.events.on('skill', () => {
+      this.stopInFlightOfDisabled();
+      this.keepWorkersWarm();
+    });
+  }
+
+  /**
+   * A use under way of a skill now disabled (by the person, or by another use's misstep) is stopped at
+   * once, its worker killed: the person's disable, like their Cancel, must not leave the code running
+   * (calling its hosts) for the rest of its time budget. Its step ends failed, EXECUTION_CANCELLED,
+   * saying why. The stop switch stops its runs itself (stop-switch.ts), and a superseded version's
+   * use ends on its own: only a disable stops them here.
+   */
+  private stopInFlightOfDisabled(): void {
+    const { desk } = this;
+    if (desk.paused || desk.closed) return;
+    for (const use of this.inFlight.values()) {
+      if (use.stoppedBecause) continue;
+      const standing = desk.skills.standing(use.skillId);
+      if (standing && standing.state !== 'disabled') continue;
+      use.stoppedBecause = standing ? 'the skill was disabled while this use ran' : 'the skill is gone';
+      use.live.cancel();
+    }
   }
 
   /**
@@ -214,6 +238,8 @@ export class SkillsRoom {
   /** An agent's or the person's proposal: stored as a draft, then quarantined and validated before it answers. */
   async propose(input: unknown, actor: Actor, origin: { parentId?: string; fromStepId?: string } = {}): Promise<SkillRecord> {
     if (this.desk.paused) throw hostPausedError(this.desk.paused, 'no skill can be proposed');
+    // Held to a plan's limits before it is parsed: the schema walk recurses, and a schema nested thousands deep was a RangeError, not an answer.
+    assertWithinJsonLimits(input, PLAN_LIMITS, { code: 'INVALID_INPUT', subject: 'The skill' });
     const parsed = SkillProposalSchema.safeParse(input);
     if (!parsed.success) throw new ExecutorError('INVALID_INPUT', `The skill is not valid: ${describeIssues(parsed.error).join('; ')}`);
     const proposal = parsed.data;
@@ -532,6 +558,7 @@ export class SkillsRoom {
   /** The person's edit: a new skill (new row, new version) that goes through quarantine again; the old one stays as it was. */
   async edit(skillId: string, actor: Actor, change: unknown): Promise<SkillRecord> {
     const skill = this.get(skillId);
+    assertWithinJsonLimits(change, PLAN_LIMITS, { code: 'INVALID_INPUT', subject: 'The change' });
     const parsed = SkillEditSchema.safeParse(change);
     if (!parsed.success) throw new ExecutorError('INVALID_INPUT', `The edit is not valid: ${describeIssues(parsed.error).join('; ')}`);
     const proposal: SkillProposal = {
@@ -712,6 +739,7 @@ export class SkillsRoom {
         ]);
         // Seen as running in the same turn it is recorded running: the stop switch and Cancel find it from here on.
         live = desk.liveRuns.start(stepId, `Use skill ${skill.name} v${skill.version}`, 'realRun');
+        this.inFlight.set(stepId, { skillId: skill.skillId, live });
         if (overlap) early = runIt();
         return started;
       },
@@ -724,6 +752,7 @@ export class SkillsRoom {
       // Not on disk: whatever the early run returns is never seen.
       (live as LiveRun | null)?.cancel();
       (early as ReturnType<typeof runIt> | null)?.catch(() => undefined);
+      this.inFlight.delete(stepId);
       if (live) desk.liveRuns.finish(live);
       // Its records could not be written on a full data directory: execution is held, as for any step, and nothing ran.
       if (isNoSpace(error) && !desk.closed) throw desk.holdForStorage(error);
@@ -748,6 +777,10 @@ export class SkillsRoom {
     } finally {
       desk.liveRuns.finish(liveRun);
     }
+    const stoppedBecause = this.inFlight.get(stepId)?.stoppedBecause;
+    this.inFlight.delete(stepId);
+    if (stoppedBecause && !run.result.ok && run.result.code === 'EXECUTION_CANCELLED')
+      run = { ...run, result: { ...run.result, message: `Stopped: ${stoppedBecause}; its worker was killed.` } };
     const { result } = run;
     const outcome = await desk.recordAfterEffect(stepId, true, () =>
       desk.commits.run(() => {

@@ -6,11 +6,22 @@ import { checkBudget, MemoryUsageLedger, type SandboxUsage, type UsageLedger } f
 import { ignoreInspectorSignal } from './host-guard.js';
 import { parseWorkerFrame, type DoneFrame, type HostFrame } from './frames.js';
 import { detectIsolation, warnAboutIsolation, wrapperFor, type IsolationSupport } from './isolation.js';
-import { clampTimeout, MAX_CODE_BYTES, MAX_LOG_BYTES, MAX_RESULT_BYTES, MAX_TOOL_ARGS_BYTES, truncateUtf8 } from './limits.js';
+import {
+  clampTimeout,
+  MAX_CODE_BYTES,
+  MAX_CONCURRENT_RUNS,
+  MAX_LOG_BYTES,
+  MAX_RESULT_BYTES,
+  MAX_TOOL_ARGS_BYTES,
+  truncateUtf8,
+} from './limits.js';
 import { forkChild, type ChildLaunch, type SpawnChild } from './spawn-child.js';
 import { blockedPattern } from './static-guard.js';
 import type { ToolBridge } from './tool-bridge.js';
 import { WorkerPool, type WarmWorker } from './worker-pool.js';
+
+/** How long a run handed to chargeTo keeps counting after it ended, if its caller never charges it. */
+const UNCHARGED_GRACE_MS = 60_000;
 
 export const WORKER_SCRIPT = fileURLToPath(new URL('./worker.cjs', import.meta.url));
 
@@ -101,6 +112,15 @@ export class LightSandbox {
   private readonly warn: ((line: string) => void) | undefined;
   private readonly isolationOverride: IsolationSupport | undefined;
   private readonly staticGuard: boolean;
+  /**
+   * Runs that passed the budget and are not in the ledger yet: running, or handed to chargeTo and not
+   * yet charged. They count against the budget from the moment they pass it, so runs started together
+   * (a hundred uses at once) cannot all pass a ledger that only learns of them when they end.
+   */
+  private readonly unrecorded = new Set<SandboxUsage & { endedAtMs?: number }>();
+  /** Runs holding one of the MAX_CONCURRENT_RUNS turns, and the runs waiting for one, first come first served. */
+  private turnsTaken = 0;
+  private readonly waitingForTurn: (() => void)[] = [];
 
   constructor(options: LightSandboxOptions = {}) {
     this.spawnChild = options.spawnChild ?? forkChild;
@@ -148,11 +168,34 @@ export class LightSandbox {
 
   /** A run's charge handed to its caller (chargeTo), written now: the caller calls this inside its own commit. */
   charge(usage: SandboxUsage): void {
+    this.unrecorded.delete(usage);
     this.ledger.record(usage);
+  }
+
+  /** The ledger with the runs it has not heard of yet, each charged what it has taken so far. */
+  private budgetView(nowMs: number): UsageLedger {
+    for (const usage of this.unrecorded) {
+      // Handed to a caller that never charged it (its commit failed): it stops counting a window after it ended.
+      if (usage.endedAtMs !== undefined && nowMs - usage.endedAtMs > UNCHARGED_GRACE_MS) this.unrecorded.delete(usage);
+    }
+    return {
+      record: (usage) => this.ledger.record(usage),
+      since: (afterMs) => [
+        ...this.ledger.since(afterMs),
+        ...[...this.unrecorded]
+          .filter((usage) => usage.startedAtMs > afterMs)
+          .map((usage) => ({
+            startedAtMs: usage.startedAtMs,
+            // Ended and waiting for its caller's commit: its own charge; still running: what it has taken so far.
+            chargedMs: usage.endedAtMs !== undefined ? usage.chargedMs : Math.max(1, nowMs - usage.startedAtMs),
+          })),
+      ],
+    };
   }
 
   async run(request: LightRunRequest, limits: LightSandboxPolicy): Promise<CodeRunResult> {
     const startedAt = performance.now();
+    let usage: (SandboxUsage & { endedAtMs?: number }) | undefined;
     try {
       const codeBytes = Buffer.byteLength(request.code, 'utf8');
       if (codeBytes > MAX_CODE_BYTES) {
@@ -171,22 +214,42 @@ export class LightSandbox {
         );
       if (request.signal?.aborted)
         return failure('EXECUTION_CANCELLED', 'The run was cancelled before it started; nothing ran.', startedAt);
-      const verdict = checkBudget(this.ledger, limits.budget, this.now());
+      const checkedAtMs = this.now();
+      const verdict = checkBudget(this.budgetView(checkedAtMs), limits.budget, checkedAtMs);
       if (!verdict.ok) return failure('EXECUTION_DENIED', verdict.message, startedAt, [], { retryAfterMs: verdict.retryAfterMs });
+      // Counted from here, in the same turn as the check: the next run's check sees this one.
+      usage = { startedAtMs: checkedAtMs, chargedMs: 1 };
+      this.unrecorded.add(usage);
 
       const pool = this.poolFor(limits);
-      let worker: WarmWorker;
-      try {
-        worker = await pool.acquire(request.workerKey);
-      } catch (error) {
-        return failure('EXECUTION_CRASHED', `The sandbox worker could not start: ${(error as Error).message}`, startedAt);
+      if (!(await this.takeTurn(request.signal))) {
+        this.unrecorded.delete(usage);
+        return failure('EXECUTION_CANCELLED', 'The run was cancelled while it waited for a worker; nothing ran.', startedAt);
       }
-      const timeoutMs = clampTimeout(request.timeoutMs, limits.defaultTimeoutMs);
-      const runStartedAtMs = this.now();
-      // durationMs of a run counts from handing over the code: waiting for a worker is not the code's time.
-      const result = await this.settleOnce(worker, request, timeoutMs, performance.now());
-      pool.release(worker);
-      const usage = { startedAtMs: runStartedAtMs, chargedMs: Math.max(1, this.now() - runStartedAtMs) };
+      let result: CodeRunResult;
+      let runStartedAtMs: number;
+      // The turn goes back however the run ends: one kept by a throw would, eight throws later, stall every run for good.
+      try {
+        let worker: WarmWorker;
+        try {
+          worker = await pool.acquire(request.workerKey);
+        } catch (error) {
+          this.unrecorded.delete(usage);
+          return failure('EXECUTION_CRASHED', `The sandbox worker could not start: ${(error as Error).message}`, startedAt);
+        }
+        const timeoutMs = clampTimeout(request.timeoutMs, limits.defaultTimeoutMs);
+        runStartedAtMs = this.now();
+        usage.startedAtMs = runStartedAtMs;
+        // durationMs of a run counts from handing over the code: waiting for a worker is not the code's time.
+        result = await this.settleOnce(worker, request, timeoutMs, performance.now());
+        pool.release(worker);
+      } finally {
+        this.giveTurnBack();
+      }
+      usage.endedAtMs = this.now();
+      usage.chargedMs = Math.max(1, usage.endedAtMs - runStartedAtMs);
+      // The ledger gets the plain charge; the caller that was handed it charges this same object (charge).
+      if (!request.chargeTo) this.unrecorded.delete(usage);
       try {
         if (request.chargeTo) request.chargeTo(usage);
         else this.ledger.record(usage);
@@ -198,9 +261,40 @@ export class LightSandbox {
       }
       return result;
     } catch (error) {
+      // Its charge, if it has one, was never handed on: it stops counting as a run under way.
+      if (usage && usage.endedAtMs === undefined) this.unrecorded.delete(usage);
       // The tool never throws to its caller: anything unforeseen is still a typed result.
       return failure('EXECUTION_CRASHED', `The sandbox failed: ${(error as Error).message}`, startedAt);
     }
+  }
+
+  /** One of the MAX_CONCURRENT_RUNS turns; false when the run was cancelled while it waited. */
+  private async takeTurn(signal: AbortSignal | undefined): Promise<boolean> {
+    if (this.turnsTaken < MAX_CONCURRENT_RUNS && this.waitingForTurn.length === 0) {
+      this.turnsTaken += 1;
+      return true;
+    }
+    return new Promise<boolean>((resolve) => {
+      const onAbort = () => {
+        const index = this.waitingForTurn.indexOf(granted);
+        if (index !== -1) this.waitingForTurn.splice(index, 1);
+        resolve(false);
+      };
+      // Handed over by giveTurnBack: the count stays, it passes from that run to this one.
+      const granted = () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve(true);
+      };
+      if (signal?.aborted) return resolve(false);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.waitingForTurn.push(granted);
+    });
+  }
+
+  private giveTurnBack(): void {
+    const next = this.waitingForTurn.shift();
+    if (next) next();
+    else this.turnsTaken -= 1;
   }
 
   private settleOnce(worker: WarmWorker, request: LightRunRequest, timeoutMs: number, startedAt: number): Promise<CodeRunResult> {

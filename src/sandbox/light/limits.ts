@@ -6,6 +6,12 @@ export const MAX_RESULT_BYTES = 32 * 1024;
 export const MAX_LOG_BYTES = 32 * 1024;
 /** Arguments of one tool call; a call is a request, not a data channel. */
 export const MAX_TOOL_ARGS_BYTES = 64 * 1024;
+/**
+ * Workers running code at once, across every step and skill use of this process; more runs wait
+ * their turn (their time budget starts when they get one). The budget's runs per minute may be high
+ * or off: without this a hundred uses at once were a hundred Node processes.
+ */
+export const MAX_CONCURRENT_RUNS = 8;
 /** What a crashed worker's stderr may contribute to its error message. */
 export const MAX_STDERR_BYTES = 4 * 1024;
 

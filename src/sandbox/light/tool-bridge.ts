@@ -51,7 +51,7 @@ export class ToolBridge {
         ? { ok: false as const, target: '', reason: `this step may make at most ${this.options.maxCalls} tool calls` }
         : this.options.env.grants[tool.capability] === undefined
           ? { ok: false as const, target: '', reason: `the step did not ask for the ${tool.capability} capability` }
-          : safeDecide(tool, args, this.options.env);
+          : safeDecide(tool, args, this.options.env, this.options.mode);
     const { mode } = this.options;
     const recordOnly = decision.ok && tool.network && mode !== 'execute';
     const withoutData = decision.ok && !tool.network && mode === 'quarantine';
@@ -98,8 +98,10 @@ export class ToolBridge {
   }
 }
 
-function safeDecide(tool: ToolDefinition, args: unknown[], env: ToolEnvironment) {
+function safeDecide(tool: ToolDefinition, args: unknown[], env: ToolEnvironment, mode: BridgeMode) {
   try {
+    // In quarantine a call is judged without looking at the machine where its tool can be (its answer comes from nothing too).
+    if (mode === 'quarantine' && tool.decideWithoutData) return tool.decideWithoutData(args, env);
     return tool.decide(args, env);
   } catch (error) {
     return { ok: false as const, target: '', reason: `bad arguments: ${(error as Error).message}` };

@@ -3,6 +3,7 @@ import type { Policy } from '../../policy/policy-file.js';
 import { guardPath } from '../../policy/path-guard.js';
 import { absoluteForMatching, filesystemIgnoresCase } from '../../policy/path-patterns.js';
 import { matchingSecretGlob } from '../../policy/secret-paths.js';
+import { guardPathLexically } from './lexical-path.js';
 import type { KbEntry } from '../../domain/kb-entry.js';
 
 /** What a step was granted. Names match the step's `capabilities` field. */
@@ -36,6 +37,12 @@ export interface ToolDefinition {
    */
   withoutData?: unknown;
   decide(args: unknown[], env: ToolEnvironment): ToolDecision;
+  /**
+   * How a call is judged in quarantine when `decide` would look at the machine to judge it (a read
+   * follows links): from its arguments and the policy alone, so the verdict and its target say
+   * nothing of what the machine holds. Never performed.
+   */
+  decideWithoutData?(args: unknown[], env: ToolEnvironment): ToolDecision;
 }
 
 /** Exact names, or "*.example.com" for any subdomain (not the bare domain). */
@@ -171,6 +178,27 @@ const readFileTool: ToolDefinition = {
         // and only a regular file is read, up to the cap (src/fs/regular-file.ts says why).
         return (await readRegularFile(verdict.realPath, { maxBytes, displayPath: requested.slice(0, 300) })).toString('utf8');
       },
+    };
+  },
+  decideWithoutData(args, env) {
+    const requested = String(args[0]);
+    const target = requested.slice(0, 4096);
+    const verdict = guardPathLexically(requested, env.policy.workspaceRoots, env.dataDir);
+    if (!verdict.ok) return { ok: false, target, reason: verdict.reason };
+    const matchOptions = { caseInsensitive: filesystemIgnoresCase(verdict.root) };
+    const secretGlob =
+      matchingSecretGlob(verdict.relativePath, env.policy.secretGlobs, matchOptions) ??
+      matchingSecretGlob(absoluteForMatching(verdict.absolutePath), env.policy.secretGlobs, matchOptions);
+    if (secretGlob)
+      return {
+        ok: false,
+        target,
+        reason: `${verdict.relativePath} matches the secret pattern "${secretGlob}": secrets are never read back to code`,
+      };
+    return {
+      ok: true,
+      target: verdict.absolutePath,
+      perform: () => Promise.reject(new Error('a read in quarantine is never performed')),
     };
   },
 };

@@ -88,4 +88,46 @@ describe('quarantine answers reads from nothing', () => {
     expect(overrun.reason).toMatch(/BUDGET_EXCEEDED|made 3 tool calls/);
     for (const skill of [secret, undeclared, overrun]) expect(JSON.stringify(executor.getSkill(skill.skillId))).not.toContain(SECRET);
   });
+
+  it('what the agent hears back does not depend on the files: links, a link to a secret, one out of the workspace, missing files', async () => {
+    const paths = ['pointer.txt', 'creds.txt', 'out.txt', 'absent.txt'];
+    /** The same proposal over two workspaces that hold different things under the same names. */
+    const heard = async (prepare: (workspace: string, base: string) => void) => {
+      const { executor, workspace, base } = openExecutor();
+      prepare(workspace, base);
+      const skill = await executor.proposeSkill(
+        reader('const texts = []; for (const p of input.paths) texts.push(await tools.readFile(p)); return texts.join("|");', {
+          inputSchema: { type: 'object', properties: { paths: { type: 'array', items: { type: 'string' } } }, required: ['paths'] },
+          budget: { timeMs: 2000, calls: 4 },
+          examples: [{ paths }, { paths: paths.slice(1) }, { paths: paths.slice(2) }],
+        }),
+        agent,
+      );
+      const said = JSON.stringify({ state: skill.state, reason: skill.reason, results: skill.exampleResults })
+        .replaceAll(workspace, '<workspace>')
+        .replaceAll(base, '<base>')
+        .replace(/"durationMs":\d+/g, '"durationMs":0');
+      expect(said).not.toContain(SECRET);
+      return { said, executor, skill };
+    };
+    const withLinks = await heard((workspace, base) => {
+      fs.writeFileSync(path.join(workspace, 'hidden-diary-2026.txt'), SECRET);
+      fs.symlinkSync('hidden-diary-2026.txt', path.join(workspace, 'pointer.txt'));
+      fs.writeFileSync(path.join(workspace, '.env'), `TOKEN=${SECRET}`);
+      fs.symlinkSync('.env', path.join(workspace, 'creds.txt'));
+      fs.writeFileSync(path.join(base, 'outside-notes.txt'), SECRET);
+      fs.symlinkSync(path.join(base, 'outside-notes.txt'), path.join(workspace, 'out.txt'));
+    });
+    const plain = await heard((workspace) => {
+      for (const name of paths.slice(0, 3)) fs.writeFileSync(path.join(workspace, name), 'plain');
+    });
+    expect(withLinks.said).toBe(plain.said);
+    expect(JSON.parse(plain.said)).toMatchObject({ state: 'awaiting_owner' });
+    // The links are followed once the person approved: a read through one to a secret is refused, and the skill disabled.
+    const { executor, skill } = withLinks;
+    executor.approveSkill(skill.skillId, actorFor('cli'));
+    const use = await executor.useSkill('read_note', { paths: ['creds.txt'] }, agent);
+    expect(use).toMatchObject({ ok: false, code: 'UNDECLARED_CALL', state: 'disabled' });
+    expect(JSON.stringify(use)).not.toContain(SECRET);
+  });
 });
