@@ -32,7 +32,8 @@ function plantDamaged(dataDir: string, content: string): string {
   const file = blobFile(dataDir, hash);
   fs.mkdirSync(path.dirname(file), { recursive: true });
   const damaged = Buffer.from(bytes);
-  damaged[Math.floor(damaged.length / 2)] ^= 0x01;
+  const middle = Math.floor(damaged.length / 2);
+  damaged[middle] = damaged[middle]! ^ 0x01;
   fs.writeFileSync(file, damaged, { mode: 0o600 });
   return hash;
 }
