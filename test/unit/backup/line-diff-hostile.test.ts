@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { previewFileChange } from '../../../src/backup/file-changes.js';
+import { applyHunks, parseHunks } from '../../../src/domain/hunks.js';
 import { unifiedLineDiff } from '../../../src/backup/line-diff.js';
 
 /*
@@ -132,6 +133,40 @@ describe('line diff on hostile inputs', () => {
         },
       ),
       { numRuns: 200 },
+    );
+  });
+
+  it('splits into hunks that, applied in any choice, give the old text, the new text, or a text made of exactly their lines', () => {
+    fc.assert(
+      fc.property(
+        hostileText,
+        hostileText,
+        fc.constantFrom(0, 1, 3),
+        fc.array(fc.boolean(), { maxLength: 40 }),
+        (oldText, newText, context, picks) => {
+          fc.pre(oldText !== newText);
+          const result = unifiedLineDiff(oldText, newText, 'a', 'b', { context, timeoutMs: 60_000, maxDiffBytes: 64 * 1024 * 1024 });
+          if (!result.ok) throw new Error(result.reason);
+          const hunks = parseHunks(result.patch);
+          const all = hunks.map((hunk) => hunk.number);
+          expect(applyHunks(oldText, hunks, all)).toBe(newText);
+          expect(applyHunks(oldText, hunks, [])).toBe(oldText);
+          // Any choice applies without a mismatch, and choosing the rest afterwards gives the new text (hunks do not overlap).
+          const chosen = all.filter((_number, index) => picks[index] ?? false);
+          const partial = applyHunks(oldText, hunks, chosen);
+          const again = unifiedLineDiff(partial, newText, 'a', 'b', { context, timeoutMs: 60_000, maxDiffBytes: 64 * 1024 * 1024 });
+          if (!again.ok) throw new Error(again.reason);
+          const rest = parseHunks(again.patch);
+          expect(
+            applyHunks(
+              partial,
+              rest,
+              rest.map((hunk) => hunk.number),
+            ),
+          ).toBe(newText);
+        },
+      ),
+      { numRuns: 500 },
     );
   });
 });
