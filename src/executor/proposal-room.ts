@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ExecutorError } from '../domain/errors.js';
@@ -72,6 +73,38 @@ function diffBoundBytes(before: number, after: number): number {
   return Math.min(MAX_DIFF_CHARS, 2 * (before + after)) + DIFF_HEADER_BYTES;
 }
 
+const SNIFF_BYTES = 8000;
+
+/**
+ * Whether these first bytes prove the whole binary (a NUL, or bytes no UTF-8 holds: file-changes.ts isBinary then
+ * says so too, and no diff is made). A multi-byte character cut at the end of the sniff proves nothing.
+ */
+function provedBinary(head: Buffer): boolean {
+  if (head.includes(0)) return true;
+  for (let cut = 0; cut <= 3 && cut < head.length; cut++) if (isUtf8(head.subarray(0, head.length - cut))) return false;
+  return head.length > 0;
+}
+
+function fileHead(file: string): Buffer {
+  let fd: number | undefined;
+  try {
+    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+    const head = Buffer.alloc(SNIFF_BYTES);
+    return head.subarray(0, fs.readSync(fd, head, 0, SNIFF_BYTES, 0));
+  } catch {
+    return Buffer.alloc(0);
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
+function contentHead(step: Extract<Step, { action: 'writeFile' }>): Buffer {
+  const { content, encoding } = step.args;
+  return encoding === 'base64'
+    ? Buffer.from(content.slice(0, (SNIFF_BYTES / 3) * 4), 'base64')
+    : Buffer.from(content.slice(0, SNIFF_BYTES));
+}
+
 /** About how many bytes a plan's steps write to the data directory's disk over their life (see above). */
 export function proposalBytes(steps: readonly Step[], dataDir: string, roots: readonly string[]): number {
   const dataDevice = deviceOf(dataDir);
@@ -90,7 +123,9 @@ export function proposalBytes(steps: readonly Step[], dataDir: string, roots: re
     bytes += contentAsBlob(step) !== null ? written : 3 * written;
     const replaced = replacedBytes(target);
     bytes += replaced;
-    bytes += DIFF_WRITTEN_TIMES * diffBoundBytes(replaced, written);
+    // Binary on either side: no diff is made.
+    const binary = provedBinary(contentHead(step)) || (replaced > 0 && target !== null && provedBinary(fileHead(target)));
+    if (!binary) bytes += DIFF_WRITTEN_TIMES * diffBoundBytes(replaced, written);
     if (target !== null && dataDevice !== null && deviceOf(existingFolder(target)) === dataDevice) bytes += written;
   }
   return bytes;
