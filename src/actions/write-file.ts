@@ -12,7 +12,7 @@ import type { ActionContext, ActionModule } from './action-module.js';
 import { previewFileChangeOffLoop } from '../backup/preview-workers.js';
 import { assessFileTarget, resolveFileTarget } from './file-target.js';
 
-/** The content's bytes: a large content's are made once and shared by its blob, preview and run (content-bytes.ts); never written into. */
+/** The content's bytes, this caller's own: a large content's are made and hashed once for its blob, preview and run (content-bytes.ts). */
 function contentOf(args: ActionArgs<'writeFile'>): Buffer {
   return contentBytes(args.content, args.encoding === 'base64' ? 'base64' : 'utf8');
 }

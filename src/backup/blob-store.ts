@@ -14,6 +14,29 @@ function sizeOf(file: string): number | null {
   }
 }
 
+/*
+ * A blob already on disk under the name is kept only when it holds exactly the bytes in hand: by its size alone, one
+ * damaged at the same size (a flipped byte) was kept as the backup of record (its revert could never restore the file)
+ * and a proposal carrying the very content was stored "content lost". A compare costs a read, never a hash.
+ */
+function holdsSync(file: string, data: Uint8Array): boolean {
+  if (sizeOf(file) !== data.byteLength) return false;
+  try {
+    return Buffer.compare(fs.readFileSync(file), data) === 0;
+  } catch {
+    return false;
+  }
+}
+
+async function holds(file: string, data: Uint8Array): Promise<boolean> {
+  if (sizeOf(file) !== data.byteLength) return false;
+  try {
+    return Buffer.compare(await fs.promises.readFile(file), data) === 0;
+  } catch {
+    return false;
+  }
+}
+
 export function sha256Of(data: Uint8Array): string {
   return createHash('sha256').update(data).digest('hex');
 }
@@ -104,9 +127,9 @@ export class BlobStore {
     const file = this.pathOf(hash);
     // Noted before the write: a blob being written is never taken by the collector (it finds it once renamed).
     this.notePut(hash);
-    // A blob is trusted by its name only when its size agrees too: one cut short by a full disk before
-    // writes were checked must be written again, not kept as the backup of record.
-    if (sizeOf(file) !== data.byteLength) {
+    // A blob is trusted by its name only when it holds these very bytes: one cut short by a full disk, or damaged
+    // at the same size, must be written again, not kept as the backup of record.
+    if (!holdsSync(file, data)) {
       this.guard();
       writeFileAtomic(file, data, 0o600, { verifyReadBack: true });
     }
@@ -122,7 +145,7 @@ export class BlobStore {
     const hash = knownHash ?? sha256Of(data);
     const file = this.pathOf(hash);
     this.notePut(hash);
-    if (sizeOf(file) !== data.byteLength) {
+    if (!(await holds(file, data))) {
       this.guard();
       await writeFileAtomicAsync(file, data, 0o600, { verifyReadBack: true });
     }

@@ -8,8 +8,13 @@ import { sha256Of } from './blob-store.js';
  *
  * Keyed by the string: V8 hashes a string this long by its length alone, so a lookup costs a pointer
  * compare for the very same string (the step's content goes from proposal to run as one string) and
- * one memcmp for an equal one read back from its blob. The bytes are never written to by any reader.
- * Bounded (a few entries, 64 MiB) and dropped after a quiet while, so an idle host keeps nothing.
+ * one memcmp for an equal one read back from its blob. Bounded (a few entries, 64 MiB) and dropped after
+ * a quiet while, so an idle host keeps nothing.
+ *
+ * The kept bytes are this module's alone: every reader gets a copy of its own (a memcpy, a few ms for
+ * 10 MB, where a hash costs tens). Handed out as they were, a reader that wrote into them (a buggy or
+ * hostile preview worker, which received them in shared memory) changed what the run later wrote, while
+ * its record and the audit log kept the approved content's hash: the kept hash is only ever the kept bytes'.
  */
 
 type ContentEncoding = 'utf8' | 'base64';
@@ -60,31 +65,23 @@ function keep(content: string, encoding: ContentEncoding, entry: Omit<Kept, 'ord
 }
 
 /**
- * A large content's bytes in shared memory: handed to a preview worker (postMessage) they are shared, not
- * copied there and back (10 MB each way), and nobody writes into them.
+ * A copy of the kept bytes for one reader, in shared memory: handed to a preview worker (postMessage) it is
+ * shared, not copied again, and whatever that reader does to it stays in its own copy.
  */
-function sharedBytes(content: string, encoding: ContentEncoding): Buffer {
-  const bytes = Buffer.from(new SharedArrayBuffer(Buffer.byteLength(content, encoding)));
-  bytes.write(content, encoding);
-  return bytes;
+function copyFor(kept: Buffer): Buffer {
+  const copy = Buffer.from(new SharedArrayBuffer(kept.length));
+  copy.set(kept);
+  return copy;
 }
 
-/** Bytes a caller made, moved to shared memory (one memcpy) unless they are there already. */
-function inSharedMemory(bytes: Buffer): Buffer {
-  if (bytes.buffer instanceof SharedArrayBuffer) return bytes;
-  const shared = Buffer.from(new SharedArrayBuffer(bytes.length));
-  shared.set(bytes);
-  return shared;
-}
-
-/** The content's bytes (`Buffer.from(content, encoding)`), made once for a large content. Read only: never write into them. */
+/** The content's bytes (`Buffer.from(content, encoding)`), made once for a large content; the caller's own copy. */
 export function contentBytes(content: string, encoding: ContentEncoding = 'utf8'): Buffer {
   if (content.length < KEPT_FROM_CHARS) return Buffer.from(content, encoding);
   const found = kept[encoding].get(content);
-  if (found) return found.bytes;
-  const bytes = sharedBytes(content, encoding);
+  if (found) return copyFor(found.bytes);
+  const bytes = Buffer.from(content, encoding);
   keep(content, encoding, { bytes, sha256: null });
-  return bytes;
+  return copyFor(bytes);
 }
 
 /** The sha256 of the content's bytes when it is already known (hashed once, by whoever hashed it first), else undefined. */
@@ -94,18 +91,19 @@ export function knownContentDigest(content: string, encoding: ContentEncoding = 
 }
 
 /**
- * The content's bytes and their sha256, hashed at most once while it is kept: `bytes`, when the caller
- * has already made them from this very content (contentAsBlob), are kept instead of made again.
+ * The content's bytes and their sha256, hashed at most once while it is kept. `bytes`, when the caller has already
+ * made them from this very content (contentAsBlob), are given back (the caller's own) and copied to be kept, so
+ * nothing the caller does to them later reaches the kept bytes or their hash.
  */
 export function hashedContent(content: string, encoding: ContentEncoding, bytes?: Buffer): { bytes: Buffer; sha256: string } {
-  const found = content.length < KEPT_FROM_CHARS ? undefined : kept[encoding].get(content);
-  if (found?.sha256) return { bytes: found.bytes, sha256: found.sha256 };
   if (content.length < KEPT_FROM_CHARS) {
     const small = bytes ?? Buffer.from(content, encoding);
     return { bytes: small, sha256: sha256Of(small) };
   }
-  const made = found?.bytes ?? (bytes ? inSharedMemory(bytes) : sharedBytes(content, encoding));
-  const sha256 = sha256Of(made);
-  keep(content, encoding, { bytes: made, sha256 });
-  return { bytes: made, sha256 };
+  const found = kept[encoding].get(content);
+  if (found?.sha256) return { bytes: bytes ?? copyFor(found.bytes), sha256: found.sha256 };
+  const own = found?.bytes ?? (bytes ? Buffer.from(bytes) : Buffer.from(content, encoding));
+  const sha256 = sha256Of(own);
+  keep(content, encoding, { bytes: own, sha256 });
+  return { bytes: bytes ?? copyFor(own), sha256 };
 }

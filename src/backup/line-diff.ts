@@ -44,6 +44,9 @@ export interface LineDiffOptions {
 export type LineDiffResult =
   { ok: true; patch: string; changedLines: number; oldWeight: number; matchedWeight: number } | { ok: false; reason: string };
 
+/** A diff longer than this (in UTF-16 code units of its hunks) is not made: the preview says so and keeps the snapshots. */
+export const MAX_DIFF_CHARS = 4 * 1024 * 1024;
+
 const NEWLINE = 0x0a;
 /** How far (in lines, summed over both sides) a resync is searched before the patience fallback. */
 const RESYNC_WINDOW = 64;
@@ -537,7 +540,7 @@ export function unifiedLineDiff(
 ): LineDiffResult {
   const context = options.context ?? 3;
   const deadline = Date.now() + (options.timeoutMs ?? 2000);
-  const maxDiffBytes = options.maxDiffBytes ?? 4 * 1024 * 1024;
+  const maxDiffBytes = options.maxDiffBytes ?? MAX_DIFF_CHARS;
   const a = scanLines(typeof oldText === 'string' ? Buffer.from(oldText) : oldText);
   // The new side's lines are found as the walk reaches them: most are known from the old side's (knowShifted).
   const b = newLines(typeof newText === 'string' ? Buffer.from(newText) : newText);

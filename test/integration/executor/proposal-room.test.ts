@@ -130,4 +130,72 @@ describe.runIf(mountable)('room for a proposal on a small real disk', () => {
     expect(refused!.details!.neededBytes as number).toBeGreaterThan(12_000_000);
     expect(fs.readFileSync(target, 'utf8')).toBe(text(3_000_000, 'old'));
   });
+
+  /** Every other line of `old` changed: a diff of about the file's size, shown (under 4 MiB), stored with its preview and its backup. */
+  const halfChanged = (old: string) =>
+    old
+      .split('\n')
+      .map((line, index) => (index % 2 ? `${line} changed` : line))
+      .join('\n');
+
+  it.each([
+    ['a whole replacement (no diff shown)', text(3_000_000, 'old'), text(3_500_000, 'new')],
+    ['half the lines changed (a diff of megabytes shown)', text(1_500_000, 'old'), halfChanged(text(1_500_000, 'old'))],
+  ])(
+    'at every amount of free space around what a write needs: refused whole, or stored and then run, held or failed, never half: %s',
+    async (_shape, old, content) => {
+      const outcomes = new Set<string>();
+      // From far too little to enough, in steps smaller than a blob: the disk runs out at the room check, at the blob,
+      // at the backup of the old file, at the run's temporary file, or not at all.
+      for (let leave = 500_000; leave <= 30_000_000; leave += 1_000_000) {
+        const disk = tmpfs(48);
+        const dataDir = path.join(disk, 'data');
+        const workspace = path.join(disk, 'workspace');
+        fs.mkdirSync(dataDir);
+        fs.mkdirSync(workspace);
+        fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace] }));
+        const target = path.join(workspace, 'replaced.txt');
+        fs.writeFileSync(target, old);
+        const executor = Executor.open(dataDir);
+        open.push(executor);
+        fillUntilFree(disk, leave);
+        const blobsBefore = blobCount(dataDir);
+        const proposed = await executor
+          .propose({ steps: [{ id: 'w', action: 'writeFile', args: { path: target, content } }] }, person)
+          .then(
+            (records) => records[0]!,
+            (error: unknown) => error as ExecutorError,
+          );
+        if (!('step' in proposed)) {
+          expect(proposed.code, `${leave}: ${proposed.message}`).toBe('STORAGE_FULL');
+          expect(blobCount(dataDir), `${leave}`).toBe(blobsBefore);
+          expect(stepCount(dataDir), `${leave}`).toBe(0);
+          outcomes.add('refused');
+        } else {
+          expect(proposed.status, `${leave}`).toBe('awaiting_consent');
+          expect(executor.getStep('w').contentLost).toBeUndefined();
+          const done = await executor.approve('w', person, { previewHash: proposed.previewHash }).then(
+            (record) => record.status as string,
+            (error: unknown) => (error as ExecutorError).code,
+          );
+          outcomes.add(done);
+          expect(['executed', 'failed', 'approved', 'STORAGE_FULL'], `${leave}`).toContain(done);
+          const now = executor.getStep('w');
+          if (now.status === 'executed') {
+            expect(fs.readFileSync(target, 'utf8')).toBe(content);
+            expect((await executor.revertStep('w', person)).status).toBe('reverted');
+          }
+        }
+        // The file is the old one or the new one, whole; no temporary file is left beside it.
+        expect([old, content]).toContain(fs.readFileSync(target, 'utf8'));
+        expect(fs.readdirSync(workspace)).toEqual(['replaced.txt']);
+        executor.close();
+        open.pop();
+        spawnSync('umount', ['-l', mounts.pop()!]);
+      }
+      expect(outcomes.has('refused')).toBe(true);
+      expect(outcomes.has('executed')).toBe(true);
+    },
+    120_000,
+  );
 });

@@ -28,14 +28,21 @@ describe('content bytes kept by their content', () => {
     );
   });
 
-  it('makes the bytes of a large content once and hashes them once; a small content is made each time and never remembered', () => {
+  it('hashes a large content once, each reader getting bytes of its own; a small content is made each time and never remembered', () => {
     const text = big('the same large content ');
     const first = contentBytes(text);
-    expect(contentBytes(text)).toBe(first);
+    const second = contentBytes(text);
+    // Equal, never the same memory: what one reader does to its bytes reaches neither the others nor the kept hash.
+    expect(second.equals(first)).toBe(true);
+    expect(second.buffer).not.toBe(first.buffer);
     expect(knownContentDigest(text)).toBeUndefined();
     const hashed = hashedContent(text, 'utf8');
-    expect(hashed.bytes).toBe(first);
+    expect(hashed.bytes.equals(first)).toBe(true);
     expect(knownContentDigest(text)).toBe(sha256(first));
+    first.fill(0);
+    hashed.bytes.fill(1);
+    expect(contentBytes(text).equals(Buffer.from(text))).toBe(true);
+    expect(hashedContent(text, 'utf8').sha256).toBe(sha256(Buffer.from(text)));
     // The same text read as base64 is other bytes: never the utf8 entry.
     expect(knownContentDigest(text, 'base64')).toBeUndefined();
     const small = 'small content';
@@ -47,18 +54,22 @@ describe('content bytes kept by their content', () => {
   it('keeps the bytes a caller already made, and forgets the oldest contents beyond a few', () => {
     const made = Buffer.from(big('made by the caller '));
     const text = made.toString();
-    // Kept in shared memory (a preview worker then reads them where they are, without a copy each way), byte for byte the caller's.
-    const keptBytes = hashedContent(text, 'utf8', made).bytes;
-    expect(keptBytes.buffer).toBeInstanceOf(SharedArrayBuffer);
-    expect(keptBytes.equals(made)).toBe(true);
-    expect(contentBytes(text)).toBe(keptBytes);
+    // The caller's bytes are given back as they are, and a copy kept: what the caller does to them later changes nothing kept.
+    const hashed = hashedContent(text, 'utf8', made);
+    expect(hashed.bytes).toBe(made);
+    expect(hashed.sha256).toBe(sha256(Buffer.from(text)));
+    made.fill(0x21);
+    // A reader's copy is in shared memory (a preview worker reads it where it is, without a copy each way).
+    const read = contentBytes(text);
+    expect(read.buffer).toBeInstanceOf(SharedArrayBuffer);
+    expect(read.equals(Buffer.from(text))).toBe(true);
     for (let k = 0; k < 8; k++) hashedContent(big(`other content ${k} `), 'utf8');
     expect(knownContentDigest(text)).toBeUndefined();
     expect(knownContentDigest(big('other content 7 '))).toBe(sha256(Buffer.from(big('other content 7 '))));
     // The newest is never the one forgotten, whichever encoding the older ones were kept in.
     for (let k = 0; k < 5; k++) hashedContent(Buffer.from(big(`base64 content ${k} `)).toString('base64'), 'base64');
     const newest = big('the newest, in utf8 ');
-    expect(hashedContent(newest, 'utf8').bytes).toBe(contentBytes(newest));
+    expect(hashedContent(newest, 'utf8').bytes.equals(contentBytes(newest))).toBe(true);
     expect(knownContentDigest(newest)).toBe(sha256(Buffer.from(newest)));
   });
 });
