@@ -237,6 +237,8 @@ export class StepDesk {
     });
     // Every request looks whether the disk has room again (a statfs, throttled, only while held).
     this.requests.onArrival = () => this.hold.onRequest();
+    // A failed sync of a group's records (EIO): every caller of that group hears the hold's STORAGE_FAILED, and nothing runs until a restart.
+    this.commits.onSyncFailed = (error) => this.hold.holdForFailedSync(error);
   }
 
   /**
@@ -265,7 +267,7 @@ export class StepDesk {
       const held = this.hold.outcomeHeld(record.step.id);
       return { stepId: record.step.id, status: record.status, outcomeHeld: held !== null, ...(held ? { applied: held.applied } : {}) };
     });
-    return new ExecutorError('STORAGE_FULL', `${base.message} ${heldPlanWords(steps)}`, { ...base.details, planId, steps });
+    return new ExecutorError(base.code, `${base.message} ${heldPlanWords(steps)}`, { ...base.details, planId, steps });
   }
 
   /** The hold ended: one audit record says recording resumed and what was held; then the held plans go on. */

@@ -83,6 +83,14 @@ export class StorageHold {
   /** Every step this hold held, for the audit record that recording resumed (an outcome written is no longer held, but was). */
   private recorded: HeldStep[] = [];
 
+  /**
+   * A sync of the records to disk failed (EIO from the group commit's fsync): what was committed is visible
+   * but not known to be on disk, and a later sync that succeeds proves nothing of it. Fail closed for the
+   * rest of this host's life: no step starts, whatever the free space, until Executor is restarted (its
+   * next open checks the database against the head it wrote outside it, written-head.ts).
+   */
+  private syncFailure: { errno: string | null; message: string } | null = null;
+
   constructor(private readonly deps: StorageHoldDeps) {}
 
   get active(): boolean {
@@ -108,6 +116,19 @@ export class StorageHold {
     if (began) this.deps.log(`executor: ${this.notice()}`);
     // Heard when the hold begins or holds one step more; a step asking again changes nothing to say.
     if (began || added) this.deps.emit(this.view());
+    return this.error();
+  }
+
+  /** A sync of the records failed: holds execution until the host restarts; answers the error every waiting caller hears. */
+  holdForFailedSync(error: unknown): ExecutorError {
+    const began = this.since === null;
+    if (this.syncFailure === null) {
+      const errno = (error as { code?: unknown } | null)?.code;
+      this.syncFailure = { errno: typeof errno === 'string' ? errno : null, message: (error as Error | null)?.message ?? String(error) };
+      if (began) this.since = new Date().toISOString();
+      this.deps.log(`executor: ${this.notice()}`);
+      this.deps.emit(this.view());
+    }
     return this.error();
   }
 
@@ -211,7 +232,8 @@ export class StorageHold {
    * `force`: tries whatever statfs says (a small disk may never show the margin, yet hold the records).
    */
   check(force = false): Promise<void> {
-    if (this.since === null || this.deps.closed()) return Promise.resolve();
+    // Room on the disk proves nothing after a failed sync: only a restart (and its checks at open) ends that hold.
+    if (this.since === null || this.syncFailure !== null || this.deps.closed()) return Promise.resolve();
     if (this.trying) return this.trying;
     const free = this.deps.freeBytes();
     if (!force && free !== null && free < this.neededBytes) return Promise.resolve();
@@ -251,7 +273,8 @@ export class StorageHold {
   /** STORAGE_FULL as a waiting caller hears it: the data directory, the free space needed, and what the hold keeps. */
   error(): ExecutorError {
     const view = this.view();
-    return new ExecutorError('STORAGE_FULL', `${view.notice}`, {
+    return new ExecutorError(this.syncFailure ? 'STORAGE_FAILED' : 'STORAGE_FULL', `${view.notice}`, {
+      ...(this.syncFailure ? { syncFailed: true, errno: this.syncFailure.errno } : {}),
       dataDir: this.deps.dataDir,
       path: this.deps.dataDir,
       freeBytes: view.freeBytes,
@@ -278,6 +301,15 @@ export class StorageHold {
     const count = this.outcomes.size + this.waiting.size;
     const ran = this.outcomes.size;
     const steps = `${count} step${count === 1 ? '' : 's'}`;
+    if (this.syncFailure)
+      return (
+        `Executor is holding execution: syncing its records to the disk holding ${this.deps.dataDir} failed ` +
+        `(${this.syncFailure.errno ?? 'an I/O error'}: ${this.syncFailure.message}), so it cannot vouch that its newest records are on disk. ` +
+        `The request that met the failure may or may not be recorded: look with \`executor steps list\` before doing it again. ` +
+        `No step starts until Executor is restarted (its next start checks the database against what it wrote); check that disk first. ` +
+        (ran > 0 ? `${ran} step(s) ran and only wait for their outcome to be recorded; they will not run again. ` : '') +
+        `Reads keep working.`
+      );
     return (
       `Executor is holding ${steps}: the disk holding ${this.deps.dataDir} is full` +
       `${free === null ? '' : ` (${formatBytes(free)} free, ${formatBytes(this.neededBytes)} needed)`}; ` +
@@ -289,7 +321,7 @@ export class StorageHold {
 
   private arm(): void {
     clearTimeout(this.timer);
-    if (this.since === null || this.deps.closed()) return;
+    if (this.since === null || this.syncFailure !== null || this.deps.closed()) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
       // At the longest wait, the write itself is the test: the margin asked for is a guess.
