@@ -14,7 +14,7 @@ export const RESERVE_SLOT_BYTES = 4096;
 export const RESERVE_SLOTS = 64;
 
 const MAGIC = Buffer.from('EXR1', 'ascii');
-/** magic (4) | payload bytes (4, LE) | order (8, LE) | sha256 of the payload (32) */
+/** magic (4) | payload bytes (4, LE) | order (8, LE) | sha256 of bytes 0-16 and the payload (32) */
 const HEADER_BYTES = 48;
 export const MAX_RESERVE_PAYLOAD_BYTES = RESERVE_SLOT_BYTES - HEADER_BYTES;
 
@@ -117,8 +117,8 @@ export class HeldRecordsReserve {
     MAGIC.copy(bytes, 0);
     bytes.writeUInt32LE(payload.length, 4);
     bytes.writeBigUInt64LE(BigInt(this.nextOrder), 8);
-    crypto.createHash('sha256').update(payload).digest().copy(bytes, 16);
     payload.copy(bytes, HEADER_BYTES);
+    slotDigest(bytes, 0, payload.length).copy(bytes, 16);
     this.used.add(slot);
     try {
       fs.writeSync(this.fd, bytes, 0, bytes.length, slot * RESERVE_SLOT_BYTES);
@@ -158,14 +158,7 @@ export function readEntries(bytes: Buffer): ReserveEntry[] {
     const length = bytes.readUInt32LE(at + 4);
     if (length === 0 || length > MAX_RESERVE_PAYLOAD_BYTES) continue;
     const payload = bytes.subarray(at + HEADER_BYTES, at + HEADER_BYTES + length);
-    if (
-      !crypto
-        .createHash('sha256')
-        .update(payload)
-        .digest()
-        .equals(bytes.subarray(at + 16, at + 48))
-    )
-      continue;
+    if (!slotDigest(bytes, at, length).equals(bytes.subarray(at + 16, at + HEADER_BYTES))) continue;
     try {
       entries.push({ slot, order: Number(bytes.readBigUInt64LE(at + 8)), value: JSON.parse(payload.toString('utf8')) });
     } catch {
@@ -173,6 +166,15 @@ export function readEntries(bytes: Buffer): ReserveEntry[] {
     }
   }
   return entries;
+}
+
+/** The slot's checksum: over its magic, length and order as well as its payload, so a torn header is caught too. */
+function slotDigest(bytes: Buffer, at: number, length: number): Buffer {
+  return crypto
+    .createHash('sha256')
+    .update(bytes.subarray(at, at + 16))
+    .update(bytes.subarray(at + HEADER_BYTES, at + HEADER_BYTES + length))
+    .digest();
 }
 
 function syncDirectory(dir: string): void {
