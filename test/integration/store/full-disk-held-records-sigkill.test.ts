@@ -174,5 +174,84 @@ describe.runIf(canMountTmpfs('full-disk-held-records-sigkill'))(
       expect(verified.status, verified.stdout + verified.stderr).toBe(0);
       expect(await again.stop()).toBe(0);
     }, 300_000);
+    it('a step whose effect happened and whose outcome was held: after SIGKILL it reads executed (not interrupted), ran once, on record', async () => {
+      // Data directory and workspace on one small disk: the step's own write takes the last room, so for some room
+      // left before it the file lands and its outcome cannot be recorded (swept, as full-disk-held-outcome does in one process).
+      const root = tempDir('tmpfs-');
+      expect(spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=8m,mode=0700', 'tmpfs', root]).status).toBe(0);
+      defer(() => spawnSync('umount', ['-l', root]));
+      const dataDir = path.join(root, 'data');
+      const workspace = path.join(root, 'workspace');
+      fs.mkdirSync(dataDir);
+      fs.mkdirSync(workspace);
+      fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace], autoApprove: 'HIGH' }));
+      let serve = await startServe(dataDir);
+      // Text, not base64: the proposal is no larger than the file it writes, so the 3× room a proposal asks for
+      // (storage-errors.ts) leaves a point where the file lands and the outcome record does not.
+      const bytes = Buffer.from(crypto.randomBytes(36 * 1024).toString('base64'), 'utf8');
+      const plans = tempDir('plans-');
+      const freeBytes = () => Number(fs.statfsSync(root).bavail) * Number(fs.statfsSync(root).bsize);
+      const seen: string[] = [];
+      let caught: { id: string; target: string; mtimeMs: number } | null = null;
+      // The point moves with the WAL's size at each try (the host's checkpointer gives room back on its own
+      // time), so the sweep goes over the band where proposals fit, a few times if it must.
+      const band = Array.from({ length: 4 }, () => Array.from({ length: 60 }, (_, index) => 240 * 1024 - index * 2 * 1024)).flat();
+      for (const [attempt, room] of band.entries()) {
+        if (caught) break;
+        const id = `s${attempt}`;
+        const target = path.join(workspace, `${id}.bin`);
+        const planFile = path.join(plans, `${id}.json`);
+        fs.writeFileSync(
+          planFile,
+          JSON.stringify({
+            steps: [{ id, action: 'writeFile', args: { path: target, content: bytes.toString('utf8') } }],
+          }),
+        );
+        const filler = path.join(root, 'filler.bin');
+        fs.writeFileSync(filler, Buffer.alloc(Math.max(0, freeBytes() - room)));
+        const answer = await runCliAsync(['--data-dir', dataDir, '--json', 'propose', planFile], { timeoutMs: 120_000 });
+        const status = runCli(['--data-dir', dataDir, '--json', 'status']);
+        const hold = status.json<{ storageHold: { steps: { stepId: string; state: string }[] } | null }>().storageHold;
+        const state = hold?.steps.find((step) => step.stepId === id)?.state ?? 'not held';
+        seen.push(
+          `${room}: exit ${answer.status}, ${state}${answer.status === 0 ? '' : ` (${(answer.stdout + answer.stderr).replace(/\s+/g, ' ').slice(0, 160)})`}`,
+        );
+        if (state === 'appliedOutcomeHeld') {
+          expect(fs.readFileSync(target).equals(bytes)).toBe(true);
+          caught = { id, target, mtimeMs: fs.statSync(target).mtimeMs };
+          // Killed while the outcome is held, before any room returns.
+          await sigkill(serve);
+          fs.rmSync(filler);
+          break;
+        }
+        fs.rmSync(filler);
+        if (answer.status !== 0 && !/STORAGE_FULL/.test(answer.stdout + answer.stderr)) break;
+        // Room again: the hold ends and the step ends as it really ended before the next try.
+        await expect
+          .poll(
+            () => runCli(['--data-dir', dataDir, '--json', 'status']).json<{ storageHold: { held: boolean } | null }>().storageHold?.held,
+            {
+              timeout: 60_000,
+              interval: 200,
+            },
+          )
+          .toBe(false);
+      }
+      expect(caught, seen.join('\n')).not.toBeNull();
+      const { id, target, mtimeMs } = caught!;
+      serve = await startServe(dataDir);
+      // The truth the dead host held: executed, not interrupted; never run again.
+      expect(statuses(dataDir)[id]).toBe('executed');
+      expect(fs.statSync(target).mtimeMs).toBe(mtimeMs);
+      const rows = auditRows(dataDir).filter((row) => row.step_id === id);
+      expect(rows.filter((row) => row.action === 'step.execution_started')).toHaveLength(1);
+      expect(rows.filter((row) => row.action === 'step.executed').map((row) => row.detail)).toEqual([
+        expect.objectContaining({ heldOnFullDisk: true, recordedAtStart: true }),
+      ]);
+      expect(rows.filter((row) => row.action === 'step.interrupted')).toEqual([]);
+      const verified = runCli(['--data-dir', dataDir, '--json', 'audit', 'verify']);
+      expect(verified.status, verified.stdout + verified.stderr).toBe(0);
+      expect(await serve.stop()).toBe(0);
+    }, 600_000);
   },
 );
