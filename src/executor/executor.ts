@@ -909,6 +909,8 @@ function openReserve(dataDir: string, log: ((line: string) => void) | undefined)
   try {
     return HeldRecordsReserve.open(dataDir);
   } catch (error) {
+    // A read-only data directory (a mounted backup) writes nothing, so it holds nothing either: no word needed.
+    if (['EROFS', 'EACCES', 'EPERM'].includes(String((error as NodeJS.ErrnoException).code))) return null;
     (log ?? ((line: string) => process.stderr.write(`${line}\n`)))(
       `executor: no reserve for records held on a full disk (${(error as Error).message}); such records are kept in memory only`,
     );
