@@ -11,7 +11,17 @@ import { MAX_RESERVE_PAYLOAD_BYTES } from '../store/held-records-reserve.js';
  */
 export type HeldEntry =
   /** The person's no (a reject, a Cancel) of a step that had not started. */
-  | { kind: 'withdraw'; stepId: string; planId: string; what: 'rejection' | 'cancel'; reason: string; actor: Actor; at: string }
+  | {
+      kind: 'withdraw';
+      stepId: string;
+      planId: string;
+      what: 'rejection' | 'cancel';
+      reason: string;
+      actor: Actor;
+      at: string;
+      /** A Cancel that stopped a real run before it applied anything ends `cancelled` (as stopRun records it), not `rejected`. */
+      to?: 'cancelled';
+    }
   /** The stop switch. */
   | { kind: 'pause'; pause: HostPause }
   /** A step whose effect happened; `applied` false: it failed (what it applied was put back where it could be). */

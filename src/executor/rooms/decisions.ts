@@ -561,24 +561,51 @@ export class DecisionsRoom {
         `Cancelled from the ${actor.channel} channel during its ${live.phase === 'dryRun' ? 'dry run' : 'run'}; ${consequence}`;
     // A real run cancelled in its sandbox run had started (its run is timed from then), though it applied nothing.
     const started = live.phase === 'realRun' && !current.startedAt ? { startedAt: live.startedAt } : {};
-    const cancelled = this.desk.emitStep(
-      this.desk.steps.transition(
-        stepId,
-        'cancelled',
-        actor,
-        { error: { code: 'STEP_CANCELLED', message }, finishedAt: new Date().toISOString(), ...started },
-        {
-          detail: {
-            phase: live.phase,
-            elapsedMs,
-            outputBytes: live.view().bytes,
-            beforeAnyEffect: current.status !== 'running',
-            ...(byPause ? { byPause: true, message } : {}),
+    const recordCancel = () =>
+      this.desk.emitStep(
+        this.desk.steps.transition(
+          stepId,
+          'cancelled',
+          actor,
+          { error: { code: 'STEP_CANCELLED', message }, finishedAt: new Date().toISOString(), ...started },
+          {
+            detail: {
+              phase: live.phase,
+              elapsedMs,
+              outputBytes: live.view().bytes,
+              beforeAnyEffect: current.status !== 'running',
+              ...(byPause ? { byPause: true, message } : {}),
+            },
+            expectFrom,
           },
-          expectFrom,
-        },
-      ),
-    );
+        ),
+      );
+    let cancelled: StepRecord;
+    try {
+      cancelled = recordCancel();
+    } catch (error) {
+      // A full data directory: the person's Cancel of a real run that has applied nothing is in force all the
+      // same (the run is stopped, the hold keeps the step from starting), its record held and kept in the reserve.
+      if (!isNoSpace(error) || this.desk.closed || byPause || live.phase !== 'realRun' || current.status !== 'approved') throw error;
+      live.cancel();
+      const planId = current.step.planId;
+      const kept = this.desk.hold.holdRecord(`the cancel of step ${stepId}`, () => void recordCancel(), this.desk.describeError(error), {
+        kind: 'withdraw',
+        stepId,
+        planId,
+        what: 'cancel',
+        reason: message,
+        actor,
+        at: new Date().toISOString(),
+        to: 'cancelled',
+      });
+      const held = this.desk.heldError(planId);
+      throw new ExecutorError(
+        'STORAGE_FULL',
+        `Your cancel of step ${stepId} is in force: its run was stopped before anything was applied, and it will not run. It is recorded once space is freed${kept.crashProof ? ', or at the next start should Executor stop before' : ''}. ${kept.words ? `${kept.words} ` : ''}${held.message}`,
+        { ...held.details, decisionHeld: true, crashProof: kept.crashProof, stepId },
+      );
+    }
     live.cancel();
     let timer: NodeJS.Timeout | undefined;
     const gone = await Promise.race([

@@ -79,6 +79,16 @@ export class HeldRecordsReplay {
         const status = this.statusOf(entry.stepId);
         if (status === null) return 'the step is not in the database';
         if (!WITHDRAWABLE_STATUSES.includes(status)) return `the step is ${status}`;
+        if (entry.to === 'cancelled') {
+          this.desk.steps.transition(
+            entry.stepId,
+            'cancelled',
+            entry.actor,
+            { error: { code: 'STEP_CANCELLED', message: entry.reason }, finishedAt: entry.at },
+            { detail: { phase: 'realRun', beforeAnyEffect: true, decidedAt: entry.at, ...marks }, expectFrom: ['approved'] },
+          );
+          return null;
+        }
         this.desk.steps.transition(
           entry.stepId,
           'rejected',
