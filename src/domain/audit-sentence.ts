@@ -95,6 +95,8 @@ const SENTENCES: Record<EventKind, (said: Said) => string> = {
     `${who} let agents work again${typeof args.pausedMs === 'number' ? ` (stopped for ${durationText(args.pausedMs)})` : ''}.`,
   'storage.recording_resumed': ({ args }) =>
     `Executor could record again after its data directory's disk was full${typeof args.heldMs === 'number' ? ` for ${durationText(args.heldMs)}` : ''}; ${plural(count(args.heldSteps), 'held step')} went on.`,
+  'storage.held_records_recorded': ({ args }) =>
+    `At its start Executor recorded ${plural(Array.isArray(args.records) ? args.records.length : 0, 'decision or outcome', 'decisions and outcomes')} that a host stopped on a full disk had kept in its reserve.`,
   'ipc.rejected': ({ who, args }) =>
     `Executor refused a message from ${who}${text(args.method) ? ` calling ${quoted(args.method, 60)}` : ''}${text(args.code) ? ` (${text(args.code)})` : ''}.`,
   'ipc.denied': ({ who, args }) =>

@@ -15,6 +15,8 @@ export const EVENT_KINDS = [
   'host.resumed',
   /** The data directory's disk had room again after execution was held on it (detail: heldSince, heldMs, dataDir, heldSteps, steps: each step held and its state). */
   'storage.recording_resumed',
+  /** At open, the records a host killed while held on a full disk had kept in its reserve were written (detail: records: each one's kind, step and what was done with it). */
+  'storage.held_records_recorded',
   'ipc.rejected',
   'ipc.denied',
   'key.created',

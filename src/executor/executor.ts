@@ -47,6 +47,8 @@ import { ExpiryRoom } from './rooms/expiry.js';
 import { HostSettings, type EnvironmentStatus } from './rooms/host-settings.js';
 import { ProposalsRoom } from './rooms/proposals.js';
 import { RecoveryRoom } from './rooms/recovery.js';
+import { HeldRecordsReplay } from './rooms/held-records-replay.js';
+import { HeldRecordsReserve } from '../store/held-records-reserve.js';
 import { SkillsRoom } from './rooms/skills.js';
 import type { RepetitionNotice, SkillRecord, SkillState, SkillUseResult } from '../domain/skill.js';
 import { StopSwitch } from './rooms/stop-switch.js';
@@ -150,6 +152,9 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   private orphans: OrphanSweeps | undefined;
   private readonly reverts: RevertsRoom;
   private readonly recovery: RecoveryRoom;
+  private readonly heldRecords: HeldRecordsReplay;
+  /** The reserve for what is held on a full disk (held-records-reserve.ts), or null when it could not be made. */
+  private reserve: HeldRecordsReserve | null = null;
   private readonly auditDesk: AuditDesk;
   private readonly settings: HostSettings;
   private readonly stopSwitch: StopSwitch;
@@ -170,11 +175,14 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     auditLog: SignedAuditLog,
     keyStore: KeyStore,
     options: ExecutorOptions,
+    reserve: HeldRecordsReserve | null,
   ) {
     super();
     this.dataDir = dataDir;
     this.lock = lock;
+    this.reserve = reserve;
     this.desk = new StepDesk({
+      reserve,
       dataDir,
       db,
       policy,
@@ -207,6 +215,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       sweepExpired: () => this.expiry.sweepExpired(),
       schedulePreview: (planId, actor) => this.proposals.schedulePreview(planId, actor),
     });
+    this.heldRecords = new HeldRecordsReplay(this.desk, { disableSkills: (actor) => this.skills.disableAllForPause(actor) });
     this.auditDesk = new AuditDesk(this.desk, { maxExportTextBytes: options.maxExportTextBytes ?? MAX_EXPORT_TEXT_BYTES });
     this.settings = new HostSettings(this.desk, { sweepExpired: () => this.expiry.sweepExpired() });
     this.skills = new SkillsRoom(this.desk);
@@ -234,6 +243,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     const resolved = ensureDataDir(dataDir);
     const lock = acquireDataDirLock(resolved);
     let db: Db | undefined;
+    let reserve: HeldRecordsReserve | null = null;
     try {
       // Under the lock, so a first open by another process is not taken for a lost database.
       refuseLostDatabase(resolved);
@@ -244,7 +254,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       const watch = new DataDirWatch(resolved, () => logId);
       const auditLog = SignedAuditLog.open(db, keyStore, resolved, { ...options.audit, guard: () => watch.assertHere() });
       logId = auditLog.logId;
-      const executor = new Executor(resolved, lock, db, policy, auditLog, keyStore, options);
+      reserve = openReserve(resolved, options.log);
+      const executor = new Executor(resolved, lock, db, policy, auditLog, keyStore, options, reserve);
       executor.watch = watch;
       executor.desk.watchLost = () => watch.lost !== null;
       executor.desk.guardDataDir = () => watch.assertHere();
@@ -253,6 +264,8 @@ export class Executor extends EventEmitter<ExecutorEvents> {
         executor.desk.audit.append({ kind: 'app.started', actor: SYSTEM_ACTOR, detail: { pid: process.pid } });
         executor.settings.recordPolicyEditedOutside();
       })();
+      // Before recovery and before anything runs: what a host killed while held on a full disk decided or learned.
+      if (reserve) executor.heldRecords.replayAtOpen(reserve);
       executor.recovery.recoverAtOpen(options.resumeUnfinished !== false);
       auditLog.startHeartbeat(options.auditHeartbeatMs ?? AUDIT_HEARTBEAT_MS);
       if (options.publishToWitnesses) {
@@ -282,6 +295,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       return executor;
     } catch (error) {
       if (db && isNoSpace(error)) giveBackWal(db);
+      reserve?.close();
       db?.close();
       lock.release();
       throw dataDirFailure(error, resolved);
@@ -358,6 +372,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       // Closing removes the WAL and its index: not a loss for checks still scheduled from before.
       this.watch?.retire();
       this.desk.commits.close();
+      this.reserve?.close();
       this.desk.db.close();
       this.lock.release();
     }
@@ -412,6 +427,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.auditDesk.close();
     this.desk.lightSandbox.close();
     this.desk.commits.close();
+    this.reserve?.close();
     this.desk.db.close();
     this.lock.release();
   }
@@ -905,5 +921,23 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   /** Where this host keeps its data and whether the Docker sandbox can run, for Settings. Never throws. */
   environmentStatus(): Promise<EnvironmentStatus> {
     return this.settings.environmentStatus();
+  }
+}
+
+/**
+ * The data directory's reserve for records held on a full disk, made at open while there is room. Without
+ * one (no room even for it, a read-only directory) the host still opens: what it holds on a full disk is
+ * then kept in memory only, and the caller is told so.
+ */
+function openReserve(dataDir: string, log: ((line: string) => void) | undefined): HeldRecordsReserve | null {
+  try {
+    return HeldRecordsReserve.open(dataDir);
+  } catch (error) {
+    // A read-only data directory (a mounted backup) writes nothing, so it holds nothing either: no word needed.
+    if (['EROFS', 'EACCES', 'EPERM'].includes(String((error as NodeJS.ErrnoException).code))) return null;
+    (log ?? ((line: string) => process.stderr.write(`${line}\n`)))(
+      `executor: no reserve for records held on a full disk (${(error as Error).message}); such records are kept in memory only`,
+    );
+    return null;
   }
 }

@@ -38,7 +38,7 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
  * - a checkpoint (wal-checkpointer.ts) syncs the WAL before it copies frames into the database, so a
  *   frame checkpointed before this fsync is on disk too.
  * An fsync that fails (EIO) leaves the group visible but unsynced: every caller gets the error, as if
- * its commit had failed, and none goes on to act on it.
+ * its commit had failed, and none goes on to act on it; onSyncFailed holds the host's execution from then on.
  *
  * While a group's fsync is under way, the records that fall due wait, and commit as one group when it
  * returns: a caller would wait for that fsync anyway (its own fsync can only start after it), so it
@@ -52,6 +52,12 @@ export class GroupedCommit {
   private syncing = false;
   /** The WAL the group's records are in, synced after each group; null when the database keeps none (then each group syncs as it commits). */
   private readonly walFile: string | null;
+  /**
+   * Told when a group's fsync fails (EIO): its records are visible but not known to be on disk, and a later
+   * fsync that succeeds proves nothing of them (Linux marks the failed pages clean). Answers the error every
+   * waiter gets; the host holds execution on it (storage-hold.ts).
+   */
+  onSyncFailed: ((error: unknown) => unknown) | undefined;
   // Absolute: the host changes its working directory for an instant while it removes a file (atomic-write.ts), and the fsync opens it on another thread.
   /**
    * The WAL, kept open between groups with the identity it had when opened: opening, syncing and closing
@@ -140,7 +146,8 @@ export class GroupedCommit {
     this.syncing = true;
     this.syncWal()
       .then(settle, (error: unknown) => {
-        for (const waiter of group) waiter.reject(error);
+        const told = this.onSyncFailed?.(error) ?? error;
+        for (const waiter of group) waiter.reject(told);
       })
       .finally(() => {
         this.syncing = false;

@@ -45,6 +45,7 @@ import { dataDirFailure, isNoSpace } from '../store/storage-errors.js';
 import type { WalCheckpointer } from '../store/wal-checkpointer.js';
 import { GroupedCommit } from './grouped-commit.js';
 import { StorageHold } from './storage-hold.js';
+import type { HeldRecordsReserve } from '../store/held-records-reserve.js';
 import { heldPlanWords, type HeldStep, type StorageHoldView } from '../domain/storage-hold.js';
 import { freeBytesAt } from '../fs/free-space.js';
 import { LiveRuns, type LiveRun } from './live-runs.js';
@@ -132,6 +133,8 @@ export interface StepDeskOptions extends ExecutorSeams {
   openExternal?: (url: string) => Promise<void>;
   log?: (line: string) => void;
   requestGate?: RequestGateOptions;
+  /** The data directory's reserve for what is held on a full disk (held-records-reserve.ts); null when it could not be made. */
+  reserve?: HeldRecordsReserve | null;
 }
 
 export class StepDesk {
@@ -230,9 +233,12 @@ export class StepDesk {
       log: (line) => this.log(line),
       closed: () => this.closed,
       resume: (held) => this.recordingResumed(held),
+      reserve: options.reserve ?? null,
     });
     // Every request looks whether the disk has room again (a statfs, throttled, only while held).
     this.requests.onArrival = () => this.hold.onRequest();
+    // A failed sync of a group's records (EIO): every caller of that group hears the hold's STORAGE_FAILED, and nothing runs until a restart.
+    this.commits.onSyncFailed = (error) => this.hold.holdForFailedSync(error);
   }
 
   /**
@@ -261,7 +267,7 @@ export class StepDesk {
       const held = this.hold.outcomeHeld(record.step.id);
       return { stepId: record.step.id, status: record.status, outcomeHeld: held !== null, ...(held ? { applied: held.applied } : {}) };
     });
-    return new ExecutorError('STORAGE_FULL', `${base.message} ${heldPlanWords(steps)}`, { ...base.details, planId, steps });
+    return new ExecutorError(base.code, `${base.message} ${heldPlanWords(steps)}`, { ...base.details, planId, steps });
   }
 
   /** The hold ended: one audit record says recording resumed and what was held; then the held plans go on. */

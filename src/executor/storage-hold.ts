@@ -1,7 +1,9 @@
 import { ExecutorError } from '../domain/errors.js';
 import type { StorageHoldView, HeldStep } from '../domain/storage-hold.js';
 import { formatBytesBeside } from '../fs/free-space.js';
+import type { HeldRecordsReserve } from '../store/held-records-reserve.js';
 import { isNoSpace } from '../store/storage-errors.js';
+import { fitHeldEntry, type HeldEntry } from './held-entries.js';
 
 /**
  * What must be written first once there is room again: a step whose effect happened while its outcome
@@ -12,6 +14,15 @@ interface HeldOutcome {
   planId: string;
   applied: boolean;
   write: () => Promise<unknown>;
+  /** What the reserve keeps of it (held-entries.ts), so that a host killed before it is written still records its truth at the next start. */
+  entry?: HeldEntry;
+}
+
+/** Whether a held record is kept against a crash (in the reserve), and if not, words saying so for the caller. */
+export interface HeldKeeping {
+  crashProof: boolean;
+  /** Empty when kept; else a sentence for the caller's message. */
+  words: string;
 }
 
 export interface StorageHoldDeps {
@@ -28,6 +39,11 @@ export interface StorageHoldDeps {
   resume: (held: { since: string; steps: HeldStep[] }) => void;
   /** Whether the host is closing: nothing more is tried. */
   closed: () => boolean;
+  /**
+   * The reserve (held-records-reserve.ts): room allocated at open where what is held is written in place and
+   * synced, so that a host killed before space returns loses none of it. Null when it could not be made.
+   */
+  reserve?: HeldRecordsReserve | null;
 }
 
 /** Free space, beyond what the failing write asked for, before writing is tried again: WAL frames, a checkpoint's copy, a backup. */
@@ -44,8 +60,9 @@ const REQUEST_CHECK_MS = 100;
  * the host goes on answering requests. Free space is watched (a backoff timer, and every incoming
  * request); once there is room the held outcomes are written first, in order, then recording resumes
  * (an audit record) and the held plans go on where they stood, unless the person stopped all agents.
- * Held in memory: a host stopped while held leaves its steps `running`, and the next start marks those
- * interrupted (their backups were written before they ran), so none runs twice either way.
+ * What is held is also written into the reserve (a preallocated file, held-records-reserve.ts) before the
+ * caller hears it holds: a host killed while held records it at the next start, before anything runs
+ * (rooms/held-records-replay.ts). Each reserve slot is cleared once the database holds its record.
  */
 export class StorageHold {
   private since: string | null = null;
@@ -60,9 +77,19 @@ export class StorageHold {
   /** The file the latest refused write was for (a blob, the database): what the person may want to look at. */
   private failedPath: string | null = null;
   /** Records of the person's own decisions taken while full (the stop switch): in force at once, written once there is room, after the held outcomes. */
-  private readonly records: { what: string; write: () => void }[] = [];
+  private readonly records: { what: string; write: () => void; slot: number | null }[] = [];
+  /** Reserve slots of the held outcomes, by step. */
+  private readonly outcomeSlots = new Map<string, number>();
   /** Every step this hold held, for the audit record that recording resumed (an outcome written is no longer held, but was). */
   private recorded: HeldStep[] = [];
+
+  /**
+   * A sync of the records to disk failed (EIO from the group commit's fsync): what was committed is visible
+   * but not known to be on disk, and a later sync that succeeds proves nothing of it. Fail closed for the
+   * rest of this host's life: no step starts, whatever the free space, until Executor is restarted (its
+   * next open checks the database against the head it wrote outside it, written-head.ts).
+   */
+  private syncFailure: { errno: string | null; message: string } | null = null;
 
   constructor(private readonly deps: StorageHoldDeps) {}
 
@@ -92,10 +119,25 @@ export class StorageHold {
     return this.error();
   }
 
+  /** A sync of the records failed: holds execution until the host restarts; answers the error every waiting caller hears. */
+  holdForFailedSync(error: unknown): ExecutorError {
+    const began = this.since === null;
+    if (this.syncFailure === null) {
+      const errno = (error as { code?: unknown } | null)?.code;
+      this.syncFailure = { errno: typeof errno === 'string' ? errno : null, message: (error as Error | null)?.message ?? String(error) };
+      if (began) this.since = new Date().toISOString();
+      this.deps.log(`executor: ${this.notice()}`);
+      this.deps.emit(this.view());
+    }
+    return this.error();
+  }
+
   /** A step whose effect happened and whose outcome could not be recorded: written first when there is room. */
   holdOutcome(outcome: HeldOutcome, error: unknown): ExecutorError {
     this.waiting.delete(outcome.stepId);
     this.outcomes.set(outcome.stepId, outcome);
+    const kept = this.keep(outcome.entry);
+    if (kept.slot !== null) this.outcomeSlots.set(outcome.stepId, kept.slot);
     const began = this.since === null;
     const held = this.enter(error);
     if (!began) this.deps.emit(this.view());
@@ -107,9 +149,46 @@ export class StorageHold {
    * kept: `write` (synchronous, throws while still full) is tried once the held outcomes are written,
    * before recording resumes and before anything held goes on.
    */
-  holdRecord(what: string, write: () => void, error: unknown): ExecutorError {
-    this.records.push({ what, write });
-    return this.enter(error);
+  holdRecord(what: string, write: () => void, error: unknown, entry?: HeldEntry): HeldKeeping {
+    const kept = this.keep(entry);
+    this.records.push({ what, write, slot: kept.slot });
+    this.enter(error);
+    return kept.slot !== null
+      ? { crashProof: true, words: '' }
+      : {
+          crashProof: false,
+          words: `It holds while this Executor runs, but it could not be kept against a crash (${kept.why}): should Executor stop before space is freed, it is lost.`,
+        };
+  }
+
+  /**
+   * Writes a held record into the reserve (synced) before the caller hears it holds. A reserve that is full
+   * or cannot be written leaves it in memory only, said so (the decision is in force all the same: refusing
+   * the person's brake would be worse than holding it for as long as this host runs).
+   */
+  private keep(entry: HeldEntry | undefined): { slot: number; why?: undefined } | { slot: null; why: string } {
+    const reserve = this.deps.reserve;
+    if (!entry) return { slot: null, why: 'it has no form the reserve keeps' };
+    if (!reserve) return { slot: null, why: 'there is no reserve for held records in the data directory' };
+    try {
+      return { slot: reserve.put(fitHeldEntry(entry)) };
+    } catch (error) {
+      const why = (error as Error).message;
+      this.deps.log(`executor: ${why}; kept in memory only`);
+      return { slot: null, why };
+    }
+  }
+
+  /** The database holds the record now: its reserve slot is freed (a failure only means the next start finds it already done). */
+  private release(slot: number | null | undefined): void {
+    if (slot === null || slot === undefined) return;
+    try {
+      this.deps.reserve?.clear(slot);
+    } catch (error) {
+      this.deps.log(
+        `executor: reserve slot ${slot} could not be cleared (the next start finds its record already written): ${(error as Error).message}`,
+      );
+    }
   }
 
   /** Writes the held records now (a decision that depends on them comes); throws while they cannot be written. */
@@ -124,6 +203,7 @@ export class StorageHold {
         this.deps.log(`executor: ${held.what} was not recorded: ${(error as Error).message}`);
       }
       this.records.shift();
+      this.release(held.slot);
     }
   }
 
@@ -152,7 +232,8 @@ export class StorageHold {
    * `force`: tries whatever statfs says (a small disk may never show the margin, yet hold the records).
    */
   check(force = false): Promise<void> {
-    if (this.since === null || this.deps.closed()) return Promise.resolve();
+    // Room on the disk proves nothing after a failed sync: only a restart (and its checks at open) ends that hold.
+    if (this.since === null || this.syncFailure !== null || this.deps.closed()) return Promise.resolve();
     if (this.trying) return this.trying;
     const free = this.deps.freeBytes();
     if (!force && free !== null && free < this.neededBytes) return Promise.resolve();
@@ -192,7 +273,8 @@ export class StorageHold {
   /** STORAGE_FULL as a waiting caller hears it: the data directory, the free space needed, and what the hold keeps. */
   error(): ExecutorError {
     const view = this.view();
-    return new ExecutorError('STORAGE_FULL', `${view.notice}`, {
+    return new ExecutorError(this.syncFailure ? 'STORAGE_FAILED' : 'STORAGE_FULL', `${view.notice}`, {
+      ...(this.syncFailure ? { syncFailed: true, errno: this.syncFailure.errno } : {}),
       dataDir: this.deps.dataDir,
       path: this.deps.dataDir,
       freeBytes: view.freeBytes,
@@ -219,6 +301,15 @@ export class StorageHold {
     const count = this.outcomes.size + this.waiting.size;
     const ran = this.outcomes.size;
     const steps = `${count} step${count === 1 ? '' : 's'}`;
+    if (this.syncFailure)
+      return (
+        `Executor is holding execution: syncing its records to the disk holding ${this.deps.dataDir} failed ` +
+        `(${this.syncFailure.errno ?? 'an I/O error'}: ${this.syncFailure.message}), so it cannot vouch that its newest records are on disk. ` +
+        `The request that met the failure may or may not be recorded: look with \`executor steps list\` before doing it again. ` +
+        `No step starts until Executor is restarted (its next start checks the database against what it wrote); check that disk first. ` +
+        (ran > 0 ? `${ran} step(s) ran and only wait for their outcome to be recorded; they will not run again. ` : '') +
+        `Reads keep working.`
+      );
     return (
       `Executor is holding ${steps}: the disk holding ${this.deps.dataDir} is full` +
       `${free === null ? '' : ` (${formatBytesBeside(free, this.neededBytes).join(' free, ')} needed)`}; ` +
@@ -230,7 +321,7 @@ export class StorageHold {
 
   private arm(): void {
     clearTimeout(this.timer);
-    if (this.since === null || this.deps.closed()) return;
+    if (this.since === null || this.syncFailure !== null || this.deps.closed()) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
       // At the longest wait, the write itself is the test: the margin asked for is a guess.
@@ -261,6 +352,8 @@ export class StorageHold {
         return;
       }
       this.outcomes.delete(stepId);
+      this.release(this.outcomeSlots.get(stepId));
+      this.outcomeSlots.delete(stepId);
     }
     try {
       this.writeRecords();

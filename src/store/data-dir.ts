@@ -32,6 +32,8 @@ export const DATA_DIR_FILES = [
   // The head Executor last committed, and its running steps (audit/log/written-head.ts).
   'audit-head.json',
   'agent-identity.key',
+  // Room allocated for records held on a full disk (store/held-records-reserve.ts).
+  'held-records.reserve',
 ] as const;
 /** Folders Executor owns whole: everything inside is made private. */
 export const DATA_DIR_FOLDERS = ['blobs', 'keys', 'ipc', 'witnesses'] as const;

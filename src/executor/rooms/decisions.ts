@@ -396,7 +396,7 @@ export class DecisionsRoom {
     const trimmed = reason.trim();
     if (!trimmed) throw new ExecutorError('INVALID_INPUT', 'A rejection needs a reason; it goes back to whoever proposed the step.');
     const record = this.desk.steps.get(stepId);
-    const rejected = this.withdrawHeld(record, actor, 'rejection', () =>
+    const rejected = this.withdrawHeld(record, actor, 'rejection', trimmed, () =>
       this.desk.emitStep(
         this.desk.steps.transition(stepId, 'rejected', actor, { rejectedReason: trimmed }, { detail: { reason: trimmed } }),
       ),
@@ -410,13 +410,20 @@ export class DecisionsRoom {
    * every step from starting, and the record is written once there is room, before recording resumes
    * and any held plan goes on, so a withdrawn step never runs. The caller hears STORAGE_FULL saying so.
    */
-  private withdrawHeld(record: StepRecord, actor: Actor, what: string, withdraw: () => StepRecord): StepRecord {
+  private withdrawHeld(
+    record: StepRecord,
+    actor: Actor,
+    what: 'rejection' | 'cancel',
+    reason: string,
+    withdraw: () => StepRecord,
+  ): StepRecord {
     try {
       return withdraw();
     } catch (error) {
       if (!isNoSpace(error) || this.desk.closed) throw error;
       const planId = record.step.planId;
-      this.desk.hold.holdRecord(
+      // Kept in the data directory's reserve too: a host killed before space returns records it at its next start.
+      const kept = this.desk.hold.holdRecord(
         `the ${what} of step ${record.step.id}`,
         () => {
           withdraw();
@@ -425,12 +432,13 @@ export class DecisionsRoom {
             .catch((failure: unknown) => this.desk.log(`executor: plan ${planId}: ${String(failure)}`));
         },
         this.desk.describeError(error),
+        { kind: 'withdraw', stepId: record.step.id, planId, what, reason, actor, at: new Date().toISOString() },
       );
       const held = this.desk.heldError(planId);
       throw new ExecutorError(
         'STORAGE_FULL',
-        `Your ${what} of step ${record.step.id} is in force: it will not run. It is recorded once space is freed. ${held.message}`,
-        { ...held.details, decisionHeld: true, stepId: record.step.id },
+        `Your ${what} of step ${record.step.id} is in force: it will not run. It is recorded once space is freed${kept.crashProof ? ', or at the next start should Executor stop before' : ''}. ${kept.words ? `${kept.words} ` : ''}${held.message}`,
+        { ...held.details, decisionHeld: true, crashProof: kept.crashProof, stepId: record.step.id },
       );
     }
   }
@@ -486,7 +494,7 @@ export class DecisionsRoom {
       );
     }
     const reason = byAgent ? AGENT_CANCEL_REASON : `cancelled from the ${actor.channel} channel`;
-    const cancelled = this.withdrawHeld(record, actor, 'cancel', () =>
+    const cancelled = this.withdrawHeld(record, actor, 'cancel', reason, () =>
       this.desk.emitStep(
         this.desk.steps.transition(
           stepId,
@@ -557,24 +565,51 @@ export class DecisionsRoom {
         `Cancelled from the ${actor.channel} channel during its ${live.phase === 'dryRun' ? 'dry run' : 'run'}; ${consequence}`;
     // A real run cancelled in its sandbox run had started (its run is timed from then), though it applied nothing.
     const started = live.phase === 'realRun' && !current.startedAt ? { startedAt: live.startedAt } : {};
-    const cancelled = this.desk.emitStep(
-      this.desk.steps.transition(
-        stepId,
-        'cancelled',
-        actor,
-        { error: { code: 'STEP_CANCELLED', message }, finishedAt: new Date().toISOString(), ...started },
-        {
-          detail: {
-            phase: live.phase,
-            elapsedMs,
-            outputBytes: live.view().bytes,
-            beforeAnyEffect: current.status !== 'running',
-            ...(byPause ? { byPause: true, message } : {}),
+    const recordCancel = () =>
+      this.desk.emitStep(
+        this.desk.steps.transition(
+          stepId,
+          'cancelled',
+          actor,
+          { error: { code: 'STEP_CANCELLED', message }, finishedAt: new Date().toISOString(), ...started },
+          {
+            detail: {
+              phase: live.phase,
+              elapsedMs,
+              outputBytes: live.view().bytes,
+              beforeAnyEffect: current.status !== 'running',
+              ...(byPause ? { byPause: true, message } : {}),
+            },
+            expectFrom,
           },
-          expectFrom,
-        },
-      ),
-    );
+        ),
+      );
+    let cancelled: StepRecord;
+    try {
+      cancelled = recordCancel();
+    } catch (error) {
+      // A full data directory: the person's Cancel of a real run that has applied nothing is in force all the
+      // same (the run is stopped, the hold keeps the step from starting), its record held and kept in the reserve.
+      if (!isNoSpace(error) || this.desk.closed || byPause || live.phase !== 'realRun' || current.status !== 'approved') throw error;
+      live.cancel();
+      const planId = current.step.planId;
+      const kept = this.desk.hold.holdRecord(`the cancel of step ${stepId}`, () => void recordCancel(), this.desk.describeError(error), {
+        kind: 'withdraw',
+        stepId,
+        planId,
+        what: 'cancel',
+        reason: message,
+        actor,
+        at: new Date().toISOString(),
+        to: 'cancelled',
+      });
+      const held = this.desk.heldError(planId);
+      throw new ExecutorError(
+        'STORAGE_FULL',
+        `Your cancel of step ${stepId} is in force: its run was stopped before anything was applied, and it will not run. It is recorded once space is freed${kept.crashProof ? ', or at the next start should Executor stop before' : ''}. ${kept.words ? `${kept.words} ` : ''}${held.message}`,
+        { ...held.details, decisionHeld: true, crashProof: kept.crashProof, stepId },
+      );
+    }
     live.cancel();
     let timer: NodeJS.Timeout | undefined;
     const gone = await Promise.race([

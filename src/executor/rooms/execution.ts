@@ -12,7 +12,7 @@ import { previewFileChangeOffLoop, previewFileChangesOffLoop } from '../../backu
 import type { Actor } from '../../domain/actor.js';
 import { riskRank, type Evaluation } from '../../domain/risk.js';
 import { canonicalJson, sha256Hex } from '../../domain/canonical-json.js';
-import { ExecutorError } from '../../domain/errors.js';
+import { ExecutorError, toErrorShape } from '../../domain/errors.js';
 import { blockingReason, latestBreak } from '../../domain/plan-order.js';
 import { PLAN_BREAKING_STATUSES } from '../../domain/state-machine.js';
 import type { Preview, RunSpan, StepRecord } from '../../domain/step-record.js';
@@ -250,6 +250,16 @@ export class ExecutionRoom {
             write: async () => {
               const written = await writeOutcome();
               this.desk.emitStep(written.record);
+            },
+            // Kept in the reserve too: a host killed before space returns records this outcome at its next start.
+            entry: {
+              kind: 'outcome',
+              stepId,
+              planId,
+              applied: failure === undefined,
+              actor,
+              finishedAt: new Date().toISOString(),
+              ...(failure === undefined ? { result } : { error: toErrorShape(failure) }),
             },
           },
           this.desk.describeError(error),

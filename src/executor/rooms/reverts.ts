@@ -157,12 +157,21 @@ export class RevertsRoom {
       // The files are back already: a full data directory holds the record (written once there is
       // room), and the answer says what was done, never "nothing was changed".
       if (!isNoSpace(error) || this.desk.closed) throw error;
-      this.desk.hold.holdRecord(`the revert of step ${stepId}`, recordRevert, this.desk.describeError(error));
+      const kept = this.desk.hold.holdRecord(`the revert of step ${stepId}`, recordRevert, this.desk.describeError(error), {
+        kind: 'revert',
+        stepId,
+        planId: record.step.planId,
+        actor,
+        revertedAt: new Date().toISOString(),
+        force,
+        revertOutcome,
+        detail: { force, ...result, directories: revertOutcome.directories },
+      });
       const held = this.desk.heldError(record.step.planId);
       throw new ExecutorError(
         'STORAGE_FULL',
-        `Step ${stepId} was reverted: its files are restored. Its record (it still reads ${record.status}) is written once space is freed; do not revert it again. ${held.message}`,
-        { ...held.details, stepId, reverted: true, files: result.files },
+        `Step ${stepId} was reverted: its files are restored. Its record (it still reads ${record.status}) is written once space is freed${kept.crashProof ? ', or at the next start should Executor stop before' : ''}; do not revert it again. ${kept.words ? `${kept.words} ` : ''}${held.message}`,
+        { ...held.details, stepId, reverted: true, crashProof: kept.crashProof, files: result.files },
       );
     }
   }

@@ -89,7 +89,8 @@ export class StopSwitch {
       // The brake holds on a full data directory too: in force now, its record (and the skills it
       // disables) written once there is room, before recording resumes and anything held goes on.
       if (!isNoSpace(error) || desk.closed) throw error;
-      desk.hold.holdRecord('the stop switch (host.paused)', record, desk.describeError(error));
+      // Kept in the data directory's reserve too: a host killed before space returns is paused at its next start.
+      desk.hold.holdRecord('the stop switch (host.paused)', record, desk.describeError(error), { kind: 'pause', pause });
     }
     desk.paused = pause;
     for (const skill of disabledSkills)
