@@ -81,6 +81,25 @@ describe('workspace writes with the file’s own fsync off the host’s thread',
     expect(fs.readdirSync(work).filter((name) => name.endsWith('.tmp'))).toEqual([]);
   });
 
+  it('takes its temporary file out of the folder that was moved aside, and removes nothing the link now leads to', async () => {
+    const { work, elsewhere } = workAndElsewhere();
+    fs.mkdirSync(path.join(work, 'sub'));
+    await expect(
+      applyFileChangesOffThread([planned(work, 'sub/config', 'pwned')], undefined, {
+        beforePlacing: () => {
+          // The temporary file's name is there to be read; a file of that name waits where the link will lead.
+          for (const name of fs.readdirSync(path.join(work, 'sub'))) fs.writeFileSync(path.join(elsewhere, name), 'keep');
+          fs.renameSync(path.join(work, 'sub'), path.join(work, 'sub-moved'));
+          fs.symlinkSync(elsewhere, path.join(work, 'sub'));
+        },
+      }),
+    ).rejects.toThrow(/now leads through a symbolic link/);
+    expect(fs.readdirSync(path.join(work, 'sub-moved'))).toEqual([]);
+    const kept = fs.readdirSync(elsewhere);
+    expect(kept).toHaveLength(1);
+    expect(fs.readFileSync(path.join(elsewhere, kept[0]!), 'utf8')).toBe('keep');
+  });
+
   it('does not write through a link, into a folder or onto a FIFO that replaced the target meanwhile', async () => {
     const { work, elsewhere } = workAndElsewhere();
     fs.writeFileSync(path.join(elsewhere, 'victim'), 'keep');
