@@ -86,4 +86,22 @@ describe('a plan being stored meets decisions and the stop switch', () => {
       .poll(() => executor.listSteps({ planId: 'big', status: ['executed'], limit: 1000 }).length, { timeout: 120_000, interval: 100 })
       .toBe(400);
   }, 180_000);
+  it('a second proposal into the same plan id while it is stored is refused (PLAN_EXISTS) and adds nothing to it', async () => {
+    const { executor, workspace, dataDir } = openExecutor({ autoApprove: 'HIGH' });
+    const folder = path.join(workspace, 'big');
+    fs.mkdirSync(folder);
+    const storing = executor.submitAndSchedule(writePlan(folder, 400), PERSON);
+    await expect.poll(() => marked(dataDir), { timeout: 60_000, interval: 1 }).toBe(true);
+    const extra = {
+      planId: 'big',
+      steps: [{ id: 'extra-0', action: 'writeFile' as const, args: { path: path.join(workspace, 'extra.txt'), content: 'x' } }],
+    };
+    const answer = await outcome(executor.submitAndSchedule(extra, PERSON));
+    expect(answer).toBe('PLAN_EXISTS');
+    await storing;
+    const stored = executor.listSteps({ planId: 'big', limit: 1000 });
+    expect(stored).toHaveLength(400);
+    expect(stored.find((r) => r.step.id === 'extra-0')).toBeUndefined();
+    expect(fs.existsSync(path.join(workspace, 'extra.txt'))).toBe(false);
+  }, 180_000);
 });
