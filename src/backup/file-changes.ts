@@ -376,8 +376,8 @@ export async function applyFileChangesOffThread(
   // From here to the end, one synchronous stretch: nothing else on this thread sees the changes half made.
   try {
     for (const change of changes) assertPlainTarget(change.absolutePath);
-    assertUnchangedSinceRead(changes);
     options.beforePlacing?.();
+    assertUnchangedSinceRead(changes);
   } catch (error) {
     discardAll();
     throw error;
