@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -37,8 +38,17 @@ describe('two plans writing the same file at once', () => {
     // is not the one it read (and backed up): it is refused with nothing written, or it waits for consent again.
     const firstSteps = () =>
       ['a-0', 'b-0'].map((id) => executor.listSteps({ planId: id.slice(0, 1), limit: 1000 }).find((r) => r.step.id === id)!);
+    // Ended, or waiting for consent again over the file as it is now (the earlier check saw the change): not a passing state.
+    const hashNow = () => createHash('sha256').update(fs.readFileSync(target)).digest('hex');
+    const settled = (r: ReturnType<typeof firstSteps>[number]) =>
+      r.status === 'executed' ||
+      r.status === 'failed' ||
+      (r.status === 'awaiting_consent' && r.preview?.kind === 'fileChanges' && r.preview.files[0]?.preHash === hashNow());
     await expect
-      .poll(() => firstSteps().every((r) => r.status === 'executed' || r.status === 'failed'), { timeout: 120_000, interval: 20 })
+      .poll(() => firstSteps().every(settled), {
+        timeout: 120_000,
+        interval: 20,
+      })
       .toBe(true);
     await expect.poll(() => executor.listSteps({ status: ['running'], limit: 1000 }).length, { timeout: 60_000, interval: 20 }).toBe(0);
     const refused = firstSteps().filter((r) => r.status === 'failed');
