@@ -11,7 +11,7 @@ function plannedChange(args: ActionArgs<'deleteFile'>, ctx: ActionContext): File
   if (current.content === null) {
     throw new ExecutorError('NOT_FOUND', `${args.path} does not exist, so there is nothing to delete.`, { path: args.path });
   }
-  return { absolutePath, displayPath: args.path, before: current.content, after: null, mode: current.mode };
+  return { absolutePath, displayPath: args.path, before: current.content, after: null, mode: current.mode, beforeStamp: current.stamp };
 }
 
 export const deleteFile: ActionModule<'deleteFile'> = {

@@ -29,6 +29,7 @@ function plannedChange(args: ActionArgs<'writeFile'>, ctx: ActionContext): FileC
     before: current.content,
     after,
     mode: current.mode,
+    beforeStamp: current.stamp,
     ...(postHash ? { knownPostHash: postHash } : {}),
   };
 }

@@ -37,6 +37,59 @@ export interface FileChange {
   modeRequested?: number;
   /** The sha256 of `after` when the caller already has it (content-bytes.ts: hashed when its blob was named), so it is not hashed again. */
   knownPostHash?: string;
+  /**
+   * Which file `before` was read from (readCurrent's stamp; null: absent then). When given, the apply
+   * refuses, changing nothing, if the target is another file now: `before` is what the backup keeps
+   * and what revert restores, so it must be what the change replaces.
+   */
+  beforeStamp?: FileStamp | null;
+}
+
+/** A file's identity and last change as lstat tells them, to the nanosecond: any write, rename over or chmod changes one. */
+export interface FileStamp {
+  dev: bigint;
+  ino: bigint;
+  size: bigint;
+  mtimeNs: bigint;
+  ctimeNs: bigint;
+}
+
+function stampOf(stat: fs.BigIntStats): FileStamp {
+  return { dev: stat.dev, ino: stat.ino, size: stat.size, mtimeNs: stat.mtimeNs, ctimeNs: stat.ctimeNs };
+}
+
+function currentStamp(absolutePath: string): FileStamp | null {
+  try {
+    return stampOf(fs.lstatSync(absolutePath, { bigint: true }));
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return null;
+    throw error;
+  }
+}
+
+const sameStamp = (a: FileStamp | null, b: FileStamp | null): boolean =>
+  a === null || b === null
+    ? a === b
+    : a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs;
+
+/**
+ * Between a step's read of its files (its backup's pre-image) and its apply the host awaits (the
+ * backup, a group commit, the temporary files' fsync), and another plan's step may change the same
+ * file meanwhile. Checked in the apply's synchronous stretch, right before anything is placed: a
+ * file that is not the one read is refused, nothing written, never overwritten with a wrong backup.
+ */
+function assertUnchangedSinceRead(changes: readonly FileChange[]): void {
+  const changed = changes.filter(
+    (change) => change.beforeStamp !== undefined && !sameStamp(change.beforeStamp, currentStamp(change.absolutePath)),
+  );
+  if (changed.length === 0) return;
+  const names = changed.map((change) => change.displayPath);
+  throw new ExecutorError(
+    'WORKSPACE_CONFLICT',
+    `${listed(names)} changed in the workspace after this step read ${changed.length === 1 ? 'it' : 'them'} (another step or program wrote there meanwhile); nothing was written. Look at the file and propose the step again.`,
+    { paths: names },
+  );
 }
 
 /**
@@ -97,9 +150,9 @@ export function isBinary(data: Buffer): boolean {
   return data.subarray(0, BINARY_SNIFF_BYTES).includes(0) || !isUtf8(data);
 }
 
-export function readCurrent(absolutePath: string): { content: Buffer | null; mode: number | null } {
+export function readCurrent(absolutePath: string): { content: Buffer | null; mode: number | null; stamp: FileStamp | null } {
   try {
-    const stat = fs.lstatSync(absolutePath);
+    const stat = fs.lstatSync(absolutePath, { bigint: true });
     if (!stat.isFile()) {
       throw new ExecutorError(
         'PATH_INVALID',
@@ -110,11 +163,12 @@ export function readCurrent(absolutePath: string): { content: Buffer | null; mod
       );
     }
     // Non-blocking and fstat-checked: a FIFO swapped in after the lstat must not hang the host's thread.
-    return { content: readRegularFileSync(absolutePath, { maxBytes: Infinity }), mode: stat.mode & 0o7777 };
+    // The stamp is taken before the read: a write during the read makes it stale, and the apply then refuses.
+    return { content: readRegularFileSync(absolutePath, { maxBytes: Infinity }), mode: Number(stat.mode & 0o7777n), stamp: stampOf(stat) };
   } catch (error) {
     // ENOTDIR: a parent is a file (a command turned victim.txt into a folder); the path holds nothing yet.
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') return { content: null, mode: null };
+    if (code === 'ENOENT' || code === 'ENOTDIR') return { content: null, mode: null, stamp: null };
     throw error;
   }
 }
@@ -264,6 +318,7 @@ export function applyFileChanges(changes: FileChange[], ledger?: DirectoryLedger
       ledger?.removed(directory);
     },
   };
+  assertUnchangedSinceRead(changes);
   const applied: FileChange[] = [];
   for (const change of changes) {
     try {
@@ -322,6 +377,7 @@ export async function applyFileChangesOffThread(
   try {
     for (const change of changes) assertPlainTarget(change.absolutePath);
     options.beforePlacing?.();
+    assertUnchangedSinceRead(changes);
   } catch (error) {
     discardAll();
     throw error;

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { ExecutorError } from '../domain/errors.js';
 import type { Db } from '../store/database.js';
 
 interface Waiting {
@@ -62,7 +63,7 @@ export class GroupedCommit {
   /**
    * The WAL, kept open between groups with the identity it had when opened: opening, syncing and closing
    * it through a FileHandle at every group cost three trips to the thread pool and their promises, a
-   * tenth of an auto-approved step's host CPU. Opened again should the name lead to another file.
+   * tenth of an auto-approved step's host CPU. Should the name lead to another file, no group is said synced.
    */
   private wal: { fd: number; dev: number; ino: number } | null = null;
   /** close() came while a sync was under way: the descriptor goes when that sync returns. */
@@ -171,12 +172,19 @@ export class GroupedCommit {
   }
 
   /**
-   * The open WAL, while its name still leads to the file opened (a stat, microseconds); opened again
-   * when it does not. A WAL gone by name fails the sync, as opening it did: its group's callers hear the error.
+   * The open WAL, while its name still leads to the file opened (a stat, microseconds). A WAL gone by
+   * name fails the sync, as opening it did: its group's callers hear the error. One whose name leads to
+   * another file now fails it too (DATA_DIR_LOST): SQLite keeps writing the file it opened, which nobody
+   * can reach by name, and syncing the new one would tell callers records are on disk that are not.
    */
   private walDescriptor(): number {
     const now = fs.statSync(this.walFile!);
-    if (this.wal && (this.wal.dev !== now.dev || this.wal.ino !== now.ino)) this.closeWal();
+    if (this.wal && (this.wal.dev !== now.dev || this.wal.ino !== now.ino))
+      throw new ExecutorError(
+        'DATA_DIR_LOST',
+        `${this.walFile} is another file than the one this database writes its records to (the data directory was replaced under the running host); the records since its last checkpoint cannot be kept. Stop the host, and put the data directory back.`,
+        { path: this.walFile },
+      );
     if (!this.wal) {
       const fd = fs.openSync(this.walFile!, 'r');
       try {

@@ -452,9 +452,36 @@ export function discardPreparedWrite(prepared: PreparedWrite): void {
   const opened = prepared as OpenedTemporary;
   if (opened.settled) return;
   opened.settled = true;
+  removeTemporaryItself(opened);
   closeQuietly(opened.fd);
-  fs.rmSync(opened.temp, { force: true });
   removeDirectoriesQuietly(opened.created, opened.ledger);
+}
+
+/**
+ * Removes the temporary file this write made, and only it. Its name may lead elsewhere now (its folder
+ * moved aside and a link put in its place while the content went to disk): then what the name reaches
+ * is not touched, and the file is found where it is now by its descriptor (Linux's /proc/self/fd), so
+ * no temporary file is left in the moved folder.
+ */
+function removeTemporaryItself(opened: OpenedTemporary): void {
+  let written: fs.Stats;
+  try {
+    written = fs.fstatSync(opened.fd);
+  } catch {
+    fs.rmSync(opened.temp, { force: true });
+    return;
+  }
+  const isIt = (candidate: string) => {
+    const stat = lstatOrNull(candidate);
+    return stat !== null && stat.isFile() && stat.ino === written.ino && stat.dev === written.dev;
+  };
+  try {
+    if (isIt(opened.temp)) return fs.unlinkSync(opened.temp);
+    const now = fs.readlinkSync(`/proc/self/fd/${opened.fd}`);
+    if (path.isAbsolute(now) && isIt(now)) fs.unlinkSync(now);
+  } catch {
+    /* gone already, or no /proc: the write's own error is the one worth reporting */
+  }
 }
 
 const writeAsync = promisify(fs.write) as (

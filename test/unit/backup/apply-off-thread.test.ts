@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { applyFileChangesOffThread, readCurrent, type FileChange } from '../../../src/backup/file-changes.js';
+import { applyFileChanges, applyFileChangesOffThread, readCurrent, type FileChange } from '../../../src/backup/file-changes.js';
 import { discardPreparedWrite, placePreparedWrite, prepareWriteNoFollow } from '../../../src/fs/atomic-write.js';
 import { canMountTmpfs } from '../../helpers/small-disk.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
@@ -78,6 +78,56 @@ describe('workspace writes with the file’s own fsync off the host’s thread',
     // Checked before any rename: the first file was not written either.
     expect(fs.existsSync(path.join(work, 'first.txt'))).toBe(false);
     expect(fs.readdirSync(elsewhere)).toEqual([]);
+    expect(fs.readdirSync(work).filter((name) => name.endsWith('.tmp'))).toEqual([]);
+  });
+
+  it('takes its temporary file out of the folder that was moved aside, and removes nothing the link now leads to', async () => {
+    const { work, elsewhere } = workAndElsewhere();
+    fs.mkdirSync(path.join(work, 'sub'));
+    await expect(
+      applyFileChangesOffThread([planned(work, 'sub/config', 'pwned')], undefined, {
+        beforePlacing: () => {
+          // The temporary file's name is there to be read; a file of that name waits where the link will lead.
+          for (const name of fs.readdirSync(path.join(work, 'sub'))) fs.writeFileSync(path.join(elsewhere, name), 'keep');
+          fs.renameSync(path.join(work, 'sub'), path.join(work, 'sub-moved'));
+          fs.symlinkSync(elsewhere, path.join(work, 'sub'));
+        },
+      }),
+    ).rejects.toThrow(/now leads through a symbolic link/);
+    expect(fs.readdirSync(path.join(work, 'sub-moved'))).toEqual([]);
+    const kept = fs.readdirSync(elsewhere);
+    expect(kept).toHaveLength(1);
+    expect(fs.readFileSync(path.join(elsewhere, kept[0]!), 'utf8')).toBe('keep');
+  });
+
+  it('refuses, writing and removing nothing, a file changed after the step read it (edited in place, replaced, hard-linked)', async () => {
+    const { work, elsewhere } = workAndElsewhere();
+    const withStamp = (name: string, after: string | null): FileChange => {
+      const current = readCurrent(path.join(work, name));
+      return { ...planned(work, name, after), beforeStamp: current.stamp };
+    };
+    const edits: [string, (target: string) => void][] = [
+      // Same size, same inode: only the times tell.
+      ['edited', (target) => fs.writeFileSync(target, 'OLD')],
+      ['replaced', (target) => (fs.writeFileSync(`${target}.x`, 'other'), fs.renameSync(`${target}.x`, target))],
+      ['linked', (target) => fs.linkSync(target, path.join(elsewhere, 'link'))],
+      ['created', (target) => fs.writeFileSync(target, 'new one')],
+    ];
+    for (const [name, edit] of edits) {
+      const target = path.join(work, `${name}.txt`);
+      if (name !== 'created') fs.writeFileSync(target, 'old');
+      // The write, off the thread: changed between its read and its synchronous stretch.
+      await expect(
+        applyFileChangesOffThread([withStamp(`${name}.txt`, 'step')], undefined, { beforePlacing: () => edit(target) }),
+      ).rejects.toMatchObject({ code: 'WORKSPACE_CONFLICT' });
+      expect(fs.readFileSync(target, 'utf8')).not.toBe('step');
+    }
+    // A delete (the synchronous apply): the file read, then written by someone else; the delete refuses.
+    fs.writeFileSync(path.join(work, 'gone.txt'), 'old');
+    const deletion = withStamp('gone.txt', null);
+    fs.writeFileSync(path.join(work, 'gone.txt'), 'someone else wrote this');
+    expect(() => applyFileChanges([deletion])).toThrow(expect.objectContaining({ code: 'WORKSPACE_CONFLICT' }));
+    expect(fs.readFileSync(path.join(work, 'gone.txt'), 'utf8')).toBe('someone else wrote this');
     expect(fs.readdirSync(work).filter((name) => name.endsWith('.tmp'))).toEqual([]);
   });
 

@@ -272,7 +272,7 @@ describe('what an existing file loses', () => {
     expect(change('x\n')).toMatchObject({ contentLoss: 'replaced', keptPercent: 0 });
     expect(change('keep me\nand more\n').contentLoss).toBeUndefined();
     // A command that turned victim.txt into a folder writes victim.txt/inner: nothing is there yet.
-    expect(readCurrent(path.join(file, 'inner'))).toEqual({ content: null, mode: null });
+    expect(readCurrent(path.join(file, 'inner'))).toEqual({ content: null, mode: null, stamp: null });
   });
 });
 

@@ -62,6 +62,21 @@ describe('GroupedCommit', () => {
     expect(db.pragma('synchronous', { simple: true })).toBe(2);
   });
 
+  it('tells no caller its record is on disk when the WAL’s name leads to another file (the directory replaced under the host)', async () => {
+    const dir = tempDir();
+    const db = openDb(dir);
+    const commits = new GroupedCommit(db);
+    await commits.run(insert(db, 'before'));
+    // A copy put in the WAL's place (a data directory restored from a copy): SQLite goes on writing the file it
+    // opened, which no name leads to now; syncing the copy instead says nothing about this group's records.
+    const wal = path.join(dir, 'grouped.db-wal');
+    fs.copyFileSync(wal, `${wal}.copy`);
+    fs.renameSync(`${wal}.copy`, wal);
+    const outcome = await Promise.allSettled([commits.run(insert(db, 'after'))]);
+    expect(outcome[0]!.status).toBe('rejected');
+    expect((outcome[0] as PromiseRejectedResult).reason).toMatchObject({ code: 'DATA_DIR_LOST' });
+  });
+
   it('answers a record that need not be durable once committed, without a sync of its own; the next durable one syncs it', async () => {
     const dir = tempDir();
     const db = openDb(dir);
