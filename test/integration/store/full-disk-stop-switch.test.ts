@@ -65,10 +65,10 @@ describe.runIf(canMount())('the stop switch on a full data directory (real tmpfs
   it('a Cancel or a reject of a held step is in force at once: once there is room the step ends rejected and never runs', async () => {
     const { root, dataDir, workspace } = dataDirOnSmallDisk(32, { autoApprove: 'none' });
     const executor = closeAfter(Executor.open(dataDir, { log: () => undefined }));
-    // Binary files of 2 MiB: the records fit, a step's backup does not, so the plan is held before its first step.
+    // Binary files of 4 MiB: the records fit, a step's backup does not (by far more than its failed write gives back), so the plan is held before its first step.
     const files = ['one', 'two', 'three'].map((id) => {
       const file = path.join(workspace, `${id}.bin`);
-      const content = crypto.randomBytes(2 * 1024 * 1024);
+      const content = crypto.randomBytes(4 * 1024 * 1024);
       fs.writeFileSync(file, content);
       return { id, file, content };
     });
