@@ -30,9 +30,12 @@ export function mountTmpfs(dir: string, size: string): void {
   defer(() => spawnSync('umount', ['-l', dir]));
 }
 
-/** Fills the disk holding `root` to the last block, then gives back `leaveBytes`; answers the filler's path (remove it to free the disk). */
-export function fillDisk(root: string, leaveBytes = 0): string {
-  const filler = path.join(root, 'filler.bin');
+/**
+ * Fills the disk holding `root` to the last block, then gives back `leaveBytes`; answers the filler's path (remove it to
+ * free the disk). A second filler (another program taking the rest) needs a `name` of its own.
+ */
+export function fillDisk(root: string, leaveBytes = 0, name = 'filler.bin'): string {
+  const filler = path.join(root, name);
   const fd = fs.openSync(filler, 'w');
   try {
     const chunk = Buffer.alloc(64 * 1024);

@@ -32,6 +32,9 @@ export function registerServeCommands(program: Command): void {
       const { startHost } = await import('../../ipc/host/host.js');
       const host = await startHost(dataDir, { web: { port: options.port, rendererDir }, maxExportTextBytes });
       const url = host.web!.issueUrl();
+      // Listened for before the announcement: whoever reads it may stop serve at once, and a SIGTERM before the
+      // listener would end the process unclosed (killed by the signal).
+      const stopped = untilStopped();
       print(json, { url, port: host.web!.port, socketPath: host.socket.socketPath, dataDir: host.executor.dataDir, pid: process.pid }, () =>
         [
           `Executor is serving ${host.executor.dataDir}`,
@@ -43,7 +46,7 @@ export function registerServeCommands(program: Command): void {
           `Stop with Ctrl+C.`,
         ].join('\n'),
       );
-      await untilStopped();
+      await stopped;
       await host.close();
     });
 

@@ -178,6 +178,8 @@ export function registerWitnessCommands(program: Command): void {
         },
         { host: options.host, port: options.port },
       );
+      // Listened for before the announcement (a SIGTERM right on it would otherwise end the process unclosed).
+      const stopped = untilStopped();
       print(
         json,
         { url: running.url, name: signer.name, vkey: signer.vkey, stateDir, logs: logs.map((log) => log.origin), pid: process.pid },
@@ -189,7 +191,7 @@ export function registerWitnessCommands(program: Command): void {
             ...logs.map((log) => `  follows ${log.origin}`),
           ].join('\n'),
       );
-      await untilStopped();
+      await stopped;
       await running.close();
       lock.release();
     });

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startMcp } from '../../helpers/mcp-client.js';
-import { runCli, runCliAsync, type CliResult } from '../../helpers/run-cli.js';
+import { runCli, runCliAsync, shownPreviewHash, type CliResult } from '../../helpers/run-cli.js';
 import { startServe } from '../../helpers/serve-process.js';
 import { defer } from '../../helpers/teardown.js';
 import { canMountTmpfs, dataDirOnSmallDisk, fillDisk } from '../../helpers/small-disk.js';
@@ -18,8 +18,8 @@ import { tempDir } from '../../helpers/temp-dirs.js';
  */
 const canMount = () => canMountTmpfs('full-disk-hold');
 
-function setUp(sizeMb: number): { root: string; dataDir: string; workspace: string; plans: string } {
-  const small = dataDirOnSmallDisk(sizeMb, { autoApprove: 'HIGH', agentLimits: { stepsPerMinute: 1000, openSteps: 1000 } });
+function setUp(sizeMb: number, autoApprove: 'HIGH' | 'none' = 'HIGH'): { root: string; dataDir: string; workspace: string; plans: string } {
+  const small = dataDirOnSmallDisk(sizeMb, { autoApprove, agentLimits: { stepsPerMinute: 1000, openSteps: 1000 } });
   return { ...small, plans: tempDir('plans-') };
 }
 
@@ -179,30 +179,41 @@ describe.runIf(canMount())('execution held on a full data directory under a runn
   }, 600_000);
 
   it('a backup that cannot be written holds its step before anything is touched, and it runs once there is room', async () => {
-    const { root, dataDir, workspace, plans } = setUp(32);
-    const BIG = 2 * 1024 * 1024;
-    // Binary files (no diff in their previews, so the previews stay small): each step's backup of its 2 MiB is the big write.
-    const originals = Array.from({ length: 12 }, (_, index) => {
+    const { root, dataDir, workspace, plans } = setUp(32, 'none');
+    const BIG = 4 * 1024 * 1024;
+    // Binary files (no diff in their previews, so the previews stay small): each step's backup of its 4 MiB is the big
+    // write, well over what its failed write gives back.
+    const originals = Array.from({ length: 6 }, (_, index) => {
       const file = path.join(workspace, `big${index}.bin`);
       const content = crypto.randomBytes(BIG);
       fs.writeFileSync(file, content);
       return { id: `big${index}`, path: file, content, next: Buffer.from(`small ${index}\n`) };
     });
     const serve = await startServe(dataDir);
-    // The records still fit; a step's backup of a 2 MiB file does not.
-    const filler = fillDisk(root, 1024 * 1024);
-    const result = await answered([
+    // Proposed while there is room (the room check refuses up front a plan whose backups cannot fit); its steps wait for consent.
+    const proposed = await answered([
       '--data-dir',
       dataDir,
       '--json',
       'propose',
-      '--wait',
       planFile(
         plans,
         'big',
         originals.map(({ id, path: file, next }) => ({ id, path: file, content: next.toString('base64'), encoding: 'base64' as const })),
       ),
     ]);
+    expect(proposed.status, proposed.stdout + proposed.stderr).toBe(1);
+    expect(proposed.json<{ status: string }[]>().map(({ status }) => status)).toEqual(originals.map(() => 'awaiting_consent'));
+    const approve = (id: string) =>
+      answered(['--data-dir', dataDir, '--json', 'approve', id, '--preview-hash', shownPreviewHash(dataDir, id)]);
+    // Every later step is approved first (each waits for the first).
+    for (const { id } of originals.slice(1).reverse()) {
+      const approved = await approve(id);
+      expect(approved.status, approved.stdout + approved.stderr).toBe(0);
+    }
+    // The records still fit; a step's backup of a 4 MiB file does not. Approving the first step starts the run.
+    const filler = fillDisk(root, 1024 * 1024);
+    const result = await approve(originals[0]!.id);
     expect(result.status, result.stdout + result.stderr).toBe(2);
     const answer = result.json<HeldAnswer>();
     expect(answer.error.message, answer.error.message).toMatch(/Executor is holding/);

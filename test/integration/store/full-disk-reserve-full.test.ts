@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -7,9 +6,8 @@ import { actorFor } from '../../../src/domain/actor.js';
 import { toErrorShape } from '../../../src/domain/errors.js';
 import { Executor } from '../../../src/executor/executor.js';
 import { RESERVE_SLOTS } from '../../../src/store/held-records-reserve.js';
-import { canMountTmpfs } from '../../helpers/small-disk.js';
-import { closeAfter, defer } from '../../helpers/teardown.js';
-import { tempDir } from '../../helpers/temp-dirs.js';
+import { canMountTmpfs, dataDirOnSmallDisk, fillDisk } from '../../helpers/small-disk.js';
+import { closeAfter } from '../../helpers/teardown.js';
 
 /*
  * The reserve for records held on a full disk is full too (real tmpfs, root only): a decision beyond its
@@ -19,53 +17,35 @@ import { tempDir } from '../../helpers/temp-dirs.js';
 
 const person = actorFor('cli');
 
-function fillDisk(root: string, name: string): string {
-  const filler = path.join(root, name);
-  const fd = fs.openSync(filler, 'w');
-  try {
-    for (;;) fs.writeSync(fd, Buffer.alloc(64 * 1024));
-  } catch {
-    /* full */
-  }
-  try {
-    for (;;) fs.writeSync(fd, Buffer.alloc(512));
-  } catch {
-    /* full to the last block */
-  }
-  fs.closeSync(fd);
-  return filler;
-}
-
 describe.runIf(canMountTmpfs('full-disk-reserve-full'))('decisions beyond the reserve on a full disk (real tmpfs)', () => {
   it('the decision past the last slot is in force, said not to be kept against a crash, and recorded once there is room', async () => {
-    const root = tempDir('tmpfs-');
-    expect(spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=32m,mode=0700', 'tmpfs', root]).status).toBe(0);
-    defer(() => spawnSync('umount', ['-l', root]));
-    const dataDir = path.join(root, 'data');
-    const workspace = tempDir('workspace-');
-    fs.mkdirSync(dataDir);
-    fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace], autoApprove: 'HIGH' }));
+    const { root, dataDir, workspace } = dataDirOnSmallDisk(32, { autoApprove: 'none' });
     const executor = closeAfter(Executor.open(dataDir, { log: () => undefined }));
     const count = RESERVE_SLOTS + 2;
     const ids = Array.from({ length: count }, (_, index) => `s${index}`);
-    for (const id of ids) fs.writeFileSync(path.join(workspace, `${id}.bin`), crypto.randomBytes(1536 * 1024));
-    // 1 MiB left: the plan's records fit, the first step's backup does not, so the plan is held before its first step.
-    const filler = fillDisk(root, 'filler.bin');
-    fs.truncateSync(filler, Math.max(0, fs.statSync(filler).size - 1024 * 1024));
-    await expect(
-      executor.propose(
-        {
-          steps: ids.map((id) => ({
-            id,
-            action: 'writeFile',
-            args: { path: path.join(workspace, `${id}.bin`), content: 'bmV3Cg==', encoding: 'base64' },
-          })),
-        },
-        person,
-      ),
-    ).rejects.toMatchObject({ code: 'STORAGE_FULL' });
+    // The first file is the big one (its backup is what cannot be written, and well over what the failed write gives back); the rest never run, so they stay small
+    // (the room check counts every step's backup, and a plan of large ones would not be proposed on this disk at all).
+    for (const id of ids) fs.writeFileSync(path.join(workspace, `${id}.bin`), crypto.randomBytes(id === 's0' ? 4 * 1024 * 1024 : 1024));
+    // Proposed while there is room; its steps wait for consent.
+    await executor.propose(
+      {
+        steps: ids.map((id) => ({
+          id,
+          action: 'writeFile',
+          args: { path: path.join(workspace, `${id}.bin`), content: 'bmV3Cg==', encoding: 'base64' },
+        })),
+      },
+      person,
+    );
+    await expect.poll(() => ids.filter((id) => executor.getStep(id).status !== 'awaiting_consent'), { timeout: 60_000 }).toEqual([]);
+    // Every later step is approved first (each waits for the first), then the disk fills leaving 1 MiB: the records fit,
+    // the first step's backup does not, so approving it holds the plan before its first step.
+    for (const id of ids.slice(1).reverse()) expect((await executor.approve(id, person)).status).toBe('approved');
+    const filler = fillDisk(root, 1024 * 1024);
+    await expect(executor.approve('s0', person)).rejects.toMatchObject({ code: 'STORAGE_FULL' });
+    expect(executor.storageHold().held).toBe(true);
     expect(executor.getStep('s0').status).toBe('approved');
-    const rest = fillDisk(root, 'rest.bin');
+    const rest = fillDisk(root, 0, 'rest.bin');
     // The person rejects every step: the first RESERVE_SLOTS are kept against a crash, the rest in memory only, said so.
     const answers = [];
     for (const id of ids) answers.push(toErrorShape(await executor.reject(id, person, 'not now').catch((error: unknown) => error)));

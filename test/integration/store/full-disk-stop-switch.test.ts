@@ -6,8 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { actorFor } from '../../../src/domain/actor.js';
 import { Executor } from '../../../src/executor/executor.js';
 import { closeAfter } from '../../helpers/teardown.js';
-import { canMountTmpfs, mountTmpfs } from '../../helpers/small-disk.js';
-import { tempDir } from '../../helpers/temp-dirs.js';
+import { canMountTmpfs, dataDirOnSmallDisk, fillDisk } from '../../helpers/small-disk.js';
 
 /*
  * The stop switch on a full data directory (real small tmpfs, root only): "Stop all agents" is the
@@ -18,30 +17,6 @@ import { tempDir } from '../../helpers/temp-dirs.js';
 const canMount = () => canMountTmpfs('full-disk-stop-switch');
 
 const person = actorFor('cli');
-
-function fillDisk(root: string, name = 'filler.bin'): string {
-  const filler = path.join(root, name);
-  const fd = fs.openSync(filler, 'w');
-  try {
-    for (;;) fs.writeSync(fd, Buffer.alloc(64 * 1024));
-  } catch {
-    /* full */
-  }
-  try {
-    for (;;) fs.writeSync(fd, Buffer.alloc(512));
-  } catch {
-    /* full to the last block */
-  }
-  fs.closeSync(fd);
-  return filler;
-}
-
-/** Fills the disk, then gives back `leaveBytes`. */
-function fillDiskLeaving(root: string, leaveBytes: number): string {
-  const filler = fillDisk(root);
-  fs.truncateSync(filler, Math.max(0, fs.statSync(filler).size - leaveBytes));
-  return filler;
-}
 
 function auditActions(dataDir: string): string[] {
   const db = new Database(path.join(dataDir, 'executor.db'), { readonly: true, fileMustExist: true });
@@ -54,12 +29,7 @@ function auditActions(dataDir: string): string[] {
 
 describe.runIf(canMount())('the stop switch on a full data directory (real tmpfs)', () => {
   it('stops all agents at once, records the pause once there is room, and nothing proposed before goes on against it', async () => {
-    const root = tempDir('tmpfs-');
-    mountTmpfs(root, '8m');
-    const dataDir = path.join(root, 'data');
-    const workspace = tempDir('workspace-');
-    fs.mkdirSync(dataDir);
-    fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace], autoApprove: 'HIGH' }));
+    const { root, dataDir, workspace } = dataDirOnSmallDisk(8, { autoApprove: 'HIGH' });
     const executor = closeAfter(Executor.open(dataDir, { log: () => undefined }));
     const filler = fillDisk(root);
     // The brake holds although its record cannot be written now.
@@ -93,33 +63,32 @@ describe.runIf(canMount())('the stop switch on a full data directory (real tmpfs
   }, 120_000);
 
   it('a Cancel or a reject of a held step is in force at once: once there is room the step ends rejected and never runs', async () => {
-    const root = tempDir('tmpfs-');
-    mountTmpfs(root, '32m');
-    const dataDir = path.join(root, 'data');
-    const workspace = tempDir('workspace-');
-    fs.mkdirSync(dataDir);
-    fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace], autoApprove: 'HIGH' }));
+    const { root, dataDir, workspace } = dataDirOnSmallDisk(32, { autoApprove: 'none' });
     const executor = closeAfter(Executor.open(dataDir, { log: () => undefined }));
-    // Binary files of 2 MiB: the records fit, a step's backup does not, so the plan is held before its first step.
+    // Binary files of 4 MiB: the records fit, a step's backup does not (by far more than its failed write gives back), so the plan is held before its first step.
     const files = ['one', 'two', 'three'].map((id) => {
       const file = path.join(workspace, `${id}.bin`);
-      const content = crypto.randomBytes(2 * 1024 * 1024);
+      const content = crypto.randomBytes(4 * 1024 * 1024);
       fs.writeFileSync(file, content);
       return { id, file, content };
     });
-    const filler = fillDiskLeaving(root, 1024 * 1024);
-    await expect(
-      executor.propose(
-        {
-          steps: files.map(({ id, file }) => ({ id, action: 'writeFile', args: { path: file, content: 'bmV3Cg==', encoding: 'base64' } })),
-        },
-        person,
-      ),
-    ).rejects.toMatchObject({ code: 'STORAGE_FULL' });
+    // Proposed while there is room (the room check refuses up front a plan whose backups cannot fit); the steps wait for consent.
+    await executor.propose(
+      { steps: files.map(({ id, file }) => ({ id, action: 'writeFile', args: { path: file, content: 'bmV3Cg==', encoding: 'base64' } })) },
+      person,
+    );
+    await expect
+      .poll(() => files.map(({ id }) => executor.getStep(id).status), { timeout: 30_000 })
+      .toEqual(Array(3).fill('awaiting_consent'));
+    // The later steps are approved first (they wait for the first); then the disk fills, and approving the first starts the run.
+    expect((await executor.approve('three', person)).status).toBe('approved');
+    expect((await executor.approve('two', person)).status).toBe('approved');
+    const filler = fillDisk(root, 1024 * 1024);
+    await expect(executor.approve('one', person)).rejects.toMatchObject({ code: 'STORAGE_FULL' });
     expect(executor.storageHold().held).toBe(true);
     expect(executor.getStep('one').status).toBe('approved');
     // The disk fills to the last block (another program), and the person withdraws the first step (Cancel) and rejects the second.
-    const rest = fillDisk(root, 'rest.bin');
+    const rest = fillDisk(root, 0, 'rest.bin');
     for (const answer of [
       await executor.cancel('one', person).catch((error: unknown) => error),
       await executor.reject('two', person, 'not now').catch((error: unknown) => error),
@@ -139,12 +108,7 @@ describe.runIf(canMount())('the stop switch on a full data directory (real tmpfs
   }, 180_000);
 
   it('a revert whose record cannot be kept never says nothing was changed: the files are back and the record follows once there is room', async () => {
-    const root = tempDir('tmpfs-');
-    mountTmpfs(root, '8m');
-    const dataDir = path.join(root, 'data');
-    const workspace = tempDir('workspace-');
-    fs.mkdirSync(dataDir);
-    fs.writeFileSync(path.join(dataDir, 'policy.json'), JSON.stringify({ workspaceRoots: [workspace], autoApprove: 'HIGH' }));
+    const { root, dataDir, workspace } = dataDirOnSmallDisk(8, { autoApprove: 'HIGH' });
     const executor = closeAfter(Executor.open(dataDir, { log: () => undefined }));
     const target = path.join(workspace, 'made.txt');
     await executor.propose({ steps: [{ id: 'made', action: 'writeFile', args: { path: target, content: 'made\n' } }] }, person);

@@ -13,9 +13,10 @@ import { closeAfter } from '../../helpers/teardown.js';
  * are marked clean). The host must hold execution from then on, with a named error, not go on as if fine.
  *
  * The seam, said plainly: no device here can fail an fsync for real (no device-mapper in this container,
- * no FUSE library), so the one thing faked is the kernel's answer to fsync of executor.db-wal: the file
- * handle the group commit opens (fs.promises.open, as grouped-commit.ts calls it) answers its sync() with
- * the EIO Node raises for a failed fsync. The commit, the WAL, the database and everything after are real.
+ * no FUSE library), so the one thing faked is the kernel's answer to fsync of executor.db-wal: the group
+ * commit keeps the WAL's descriptor open between groups and syncs it with fs.fsync (grouped-commit.ts), so
+ * fs.fsync of a descriptor that /proc/self/fd names as the -wal file answers the EIO Node raises for a
+ * failed fsync, whenever that descriptor was opened. The commit, the WAL, the database and everything after are real.
  */
 
 const person = actorFor('cli');
@@ -27,21 +28,15 @@ function eio(): NodeJS.ErrnoException {
 /** The next `count` fsyncs of a `-wal` file answer EIO; those after succeed, as a kernel's do once it marked the failed pages clean. */
 function failWalSyncs(count: number): { failed: () => number } {
   let failed = 0;
-  const open = fs.promises.open.bind(fs.promises);
-  vi.spyOn(fs.promises, 'open').mockImplementation(async (...args: Parameters<typeof fs.promises.open>) => {
-    const handle = await open(...args);
-    if (String(args[0]).endsWith('-wal') && failed < count) {
-      const sync = handle.sync.bind(handle);
-      handle.sync = async () => {
-        if (failed < count) {
-          failed++;
-          throw eio();
-        }
-        return sync();
-      };
+  const fsync = fs.fsync.bind(fs);
+  vi.spyOn(fs, 'fsync').mockImplementation(((fd: number, callback: (error: NodeJS.ErrnoException | null) => void) => {
+    // Which file the descriptor is, asked of the kernel: the commit keeps the WAL open between groups, so its name is known only here.
+    if (failed < count && fs.readlinkSync(`/proc/self/fd/${fd}`).endsWith('-wal')) {
+      failed++;
+      return process.nextTick(() => callback(eio()));
     }
-    return handle;
-  });
+    return fsync(fd, callback);
+  }) as typeof fs.fsync);
   return { failed: () => failed };
 }
 
