@@ -12,19 +12,17 @@ import { tempDir } from './temp-dirs.js';
  */
 
 /**
- * Removes, after the test, the project images built from now on: they are cached on the engine by
- * content, and a test that needs a build to happen must not find the one an earlier run left.
+ * Removes, after the test, the project images built for `root` (the workspace it proposes in): they are cached on
+ * the engine by content, and a test that needs a build to happen must not find the one an earlier run left. Only
+ * this root's, by the label every project image carries: removing every image built since the test began also took
+ * the one a test running beside it was about to run in ("no such image", seen in CI under Podman).
  */
-export function removeProjectImagesBuiltFromNow(): void {
-  const startedAt = Date.now();
+export function removeProjectImagesBuiltFor(root: string): void {
   defer(() => {
-    const listed = spawnSync('docker', ['images', '--filter', 'reference=executor-project', '--format', '{{.ID}} {{.CreatedAt}}'], {
-      encoding: 'utf8',
-    });
-    for (const line of listed.stdout.split('\n').filter(Boolean)) {
-      const [id, ...created] = line.split(' ');
-      const at = Date.parse(created.slice(0, 2).join('T') + created[2]!.replace(/^([+-]\d\d)(\d\d)$/, '$1:$2'));
-      if (Number.isFinite(at) && at >= startedAt - 2000) spawnSync('docker', ['image', 'rm', '-f', id!]);
+    const roots = new Set([root, fs.realpathSync(root)]);
+    for (const labelled of roots) {
+      const listed = spawnSync('docker', ['images', '-q', '--filter', `label=dev.executor.project-root=${labelled}`], { encoding: 'utf8' });
+      for (const id of new Set(listed.stdout.split('\n').filter(Boolean))) spawnSync('docker', ['image', 'rm', '-f', id]);
     }
   });
 }

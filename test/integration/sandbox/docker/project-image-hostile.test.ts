@@ -5,7 +5,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { sandboxImageTag } from '../../../../src/sandbox/docker/sandbox-image.js';
 import { dockerAvailable, ensureSandboxImage } from '../../../helpers/docker-engine.js';
-import { proposeCommandStep, removeProjectImagesBuiltFromNow } from '../../../helpers/project-images.js';
+import { proposeCommandStep, removeProjectImagesBuiltFor } from '../../../helpers/project-images.js';
 import { runCliAsync } from '../../../helpers/run-cli.js';
 import { defer } from '../../../helpers/teardown.js';
 import { tempDir, tempSetup } from '../../../helpers/temp-dirs.js';
@@ -31,8 +31,8 @@ describe.skipIf(!hasDocker)("a hostile project's dev container", () => {
   }, 300_000);
 
   it("a Dockerfile that COPYs the project (no RUN, so a dry run builds it) gets none of the project's secrets into the image", async () => {
-    removeProjectImagesBuiltFromNow();
     const { dataDir, workspace } = tempSetup();
+    removeProjectImagesBuiltFor(workspace);
     fs.mkdirSync(path.join(workspace, '.devcontainer'));
     fs.mkdirSync(path.join(workspace, '.ssh'));
     fs.mkdirSync(path.join(workspace, '.git'));
@@ -61,8 +61,8 @@ describe.skipIf(!hasDocker)("a hostile project's dev container", () => {
   }, 300_000);
 
   it('a RUN hidden from the consent check by an escape directive the builder does not honour is not run by a dry run', async () => {
-    removeProjectImagesBuiltFromNow();
     const { dataDir, workspace } = tempSetup();
+    removeProjectImagesBuiltFor(workspace);
     fs.mkdirSync(path.join(workspace, '.devcontainer'));
     const marker = `ran-the-projects-code-${randomUUID()}`;
     // After a comment, `# escape=` is a comment to the builder: the backtick ends no line there, and RUN runs.
@@ -79,8 +79,8 @@ describe.skipIf(!hasDocker)("a hostile project's dev container", () => {
   }, 300_000);
 
   it("a base image's ONBUILD RUN, and a base not on the engine (pulled with triggers nobody saw), need consent as a RUN does", async () => {
-    removeProjectImagesBuiltFromNow();
     const { dataDir, workspace } = tempSetup();
+    removeProjectImagesBuiltFor(workspace);
     fs.mkdirSync(path.join(workspace, '.devcontainer'));
     fs.writeFileSync(path.join(workspace, '.devcontainer/devcontainer.json'), JSON.stringify({ build: { dockerfile: 'Dockerfile' } }));
     fs.writeFileSync(
@@ -126,8 +126,8 @@ describe.skipIf(!hasDocker)("a hostile project's dev container", () => {
   }, 300_000);
 
   it('consent to a build that runs `RUN echo first` is not consent to a Dockerfile changed after the decision was shown', async () => {
-    removeProjectImagesBuiltFromNow();
     const { dataDir, workspace } = tempSetup();
+    removeProjectImagesBuiltFor(workspace);
     fs.mkdirSync(path.join(workspace, '.devcontainer'));
     fs.writeFileSync(path.join(workspace, '.devcontainer/devcontainer.json'), JSON.stringify({ build: { dockerfile: 'Dockerfile' } }));
     const dockerfile = path.join(workspace, '.devcontainer/Dockerfile');

@@ -6,7 +6,7 @@ import { Executor } from '../../../../src/executor/executor.js';
 import { sandboxImageTag } from '../../../../src/sandbox/docker/sandbox-image.js';
 import { dockerAvailable, ensureSandboxImage } from '../../../helpers/docker-engine.js';
 import { runCliAsync, shownPreviewHash } from '../../../helpers/run-cli.js';
-import { proposeCommandStep, removeProjectImagesBuiltFromNow } from '../../../helpers/project-images.js';
+import { proposeCommandStep, removeProjectImagesBuiltFor } from '../../../helpers/project-images.js';
 import { tempSetup } from '../../../helpers/temp-dirs.js';
 
 const hasDocker = dockerAvailable();
@@ -37,8 +37,8 @@ function projectSetup(): { dataDir: string; workspace: string } {
  * that needs a build to be refused (or consented) must not find the image an earlier run built. The
  * images this test builds are removed after it.
  */
-function freshBuild(): string {
-  removeProjectImagesBuiltFromNow();
+function freshBuild(root: string): string {
+  removeProjectImagesBuiltFor(root);
   return `# this run: ${randomUUID()}\n`;
 }
 
@@ -133,7 +133,8 @@ describe.skipIf(!hasDocker)("a project's own sandbox image (devcontainer.json)",
     const { dataDir, workspace } = projectSetup();
     fs.appendFileSync(
       path.join(workspace, '.devcontainer/Dockerfile'),
-      freshBuild() + 'USER root\nRUN mkdir -p /opt && echo built-by-run > /opt/marker && \\\n    chmod 644 /opt/marker\nUSER 10001:10001\n',
+      freshBuild(workspace) +
+        'USER root\nRUN mkdir -p /opt && echo built-by-run > /opt/marker && \\\n    chmod 644 /opt/marker\nUSER 10001:10001\n',
     );
     const step = await proposeCommand(dataDir, 'runs', 'cat /opt/marker');
     expect(step.preview).toBeNull();
@@ -156,7 +157,7 @@ describe.skipIf(!hasDocker)("a project's own sandbox image (devcontainer.json)",
     const { dataDir, workspace } = projectSetup();
     fs.appendFileSync(
       path.join(workspace, '.devcontainer/Dockerfile'),
-      freshBuild() + 'USER root\nRUN mkdir -p /opt && echo consented-build > /opt/marker\nUSER 10001:10001\n',
+      freshBuild(workspace) + 'USER root\nRUN mkdir -p /opt && echo consented-build > /opt/marker\nUSER 10001:10001\n',
     );
     const step = await proposeCommand(dataDir, 'consent', 'cat /opt/marker > out.txt');
     expect(step.preview).toBeNull();
