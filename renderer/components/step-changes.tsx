@@ -64,6 +64,8 @@ export function StepChanges({
       setWorking(null);
     }
   };
+  // Nothing of a step whose content is lost can be chosen or edited (content-lost.ts).
+  if (record.contentLost) return null;
   // A cut record holds only some hunks and part of the content: choosing hunks or editing needs the whole.
   if (cutOf(record)) {
     return (

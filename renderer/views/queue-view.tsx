@@ -563,7 +563,8 @@ export function QueueView({
           onPause={decisions.pause}
           onResume={decisions.resume}
         />
-        {selected && selectedCut ? (
+        {/* A step whose content is lost can never be approved: nothing more of it to read before approving. */}
+        {selected && selectedCut && !selected.contentLost ? (
           <div className="notice cut-notice" role="note" data-testid="cut-notice">
             <p>
               Only part of this step is shown: {kibText(selectedCut.totalBytes - selectedCut.shownBytes)} more of{' '}

@@ -290,6 +290,21 @@ export function backupFileChanges(blobs: BlobStore, changes: HashedFileChange[],
   });
 }
 
+/** The caller's ledger, and beside it the folders this apply made, in order, so a failure half-way can remove them again. */
+function trackCreated(ledger: DirectoryLedger | undefined): { createdHere: CreatedDirectory[]; tracking: DirectoryLedger } {
+  const createdHere: CreatedDirectory[] = [];
+  const tracking: DirectoryLedger = {
+    created(directory) {
+      createdHere.push(directory);
+      ledger?.created(directory);
+    },
+    removed(directory) {
+      ledger?.removed(directory);
+    },
+  };
+  return { createdHere, tracking };
+}
+
 /**
  * Writes the changes: plain content with permission bits 0o777 at most, to real paths only. Every
  * target is checked before the first write (reached without a symbolic link, absent or a regular
@@ -307,17 +322,7 @@ export function backupFileChanges(blobs: BlobStore, changes: HashedFileChange[],
 export function applyFileChanges(changes: FileChange[], ledger?: DirectoryLedger, options: { syncLater?: Set<string> } = {}): void {
   for (const change of changes) assertPlainTarget(change.absolutePath);
   const umask = workspaceUmask();
-  // The folders this apply made, in order, so a failure half-way can remove them again.
-  const createdHere: CreatedDirectory[] = [];
-  const tracking: DirectoryLedger = {
-    created(directory) {
-      createdHere.push(directory);
-      ledger?.created(directory);
-    },
-    removed(directory) {
-      ledger?.removed(directory);
-    },
-  };
+  const { createdHere, tracking } = trackCreated(ledger);
   assertUnchangedSinceRead(changes);
   const applied: FileChange[] = [];
   for (const change of changes) {
@@ -349,16 +354,7 @@ export async function applyFileChangesOffThread(
 ): Promise<void> {
   for (const change of changes) assertPlainTarget(change.absolutePath);
   const umask = workspaceUmask();
-  const createdHere: CreatedDirectory[] = [];
-  const tracking: DirectoryLedger = {
-    created(directory) {
-      createdHere.push(directory);
-      ledger?.created(directory);
-    },
-    removed(directory) {
-      ledger?.removed(directory);
-    },
-  };
+  const { createdHere, tracking } = trackCreated(ledger);
   const prepared = new Map<FileChange, PreparedWrite>();
   // Latest first: a later write's folder may sit inside an earlier one's.
   const discardAll = () => [...prepared.values()].reverse().forEach(discardPreparedWrite);

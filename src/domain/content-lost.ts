@@ -33,10 +33,11 @@ const OPEN: readonly StepStatus[] = ['proposed', 'evaluated', 'awaiting_consent'
 export function contentLostWords(lost: ContentLost, status: StepStatus = 'awaiting_consent'): string {
   const where =
     lost.blob === null
-      ? 'the database no longer holds its stored body (step_bodies)'
-      : `the backup blob ${lost.blob.slice(0, 12)}… that held it ${WHY_WORDS[lost.why]}`;
+      ? 'The database no longer holds its stored body (step_bodies)'
+      : `The backup blob ${lost.blob.slice(0, 12)}… that held its content ${WHY_WORDS[lost.why]}`;
+  // Every surface puts its own "Content lost" before this: the sentence starts with what is gone.
   return (
-    `Its content is lost: ${where}. ` +
+    `${where}. ` +
     (OPEN.includes(status)
       ? 'It can no longer be approved or run; reject it (or let it expire), or restore the blobs folder from a backup of the data directory.'
       : 'What it would have written (or wrote) cannot be shown; restoring the blobs folder from a backup of the data directory brings it back.')

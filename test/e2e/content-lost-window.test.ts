@@ -73,7 +73,7 @@ describe.skipIf(skipReason !== null)('a step whose content is lost, in the windo
     await item.click();
     const note = page.getByTestId('content-lost');
     await expect.poll(() => note.isVisible(), SOON).toBe(true);
-    expect(await note.textContent()).toMatch(/Content lost\. Its content is lost: the backup blob [0-9a-f]{12}… that held it is missing/);
+    expect(await note.textContent()).toMatch(/Content lost\. The backup blob [0-9a-f]{12}… that held its content is missing/);
     const decision = page.getByRole('group', { name: 'Decision' });
     expect(await decision.getByRole('button', { name: 'Approve', exact: true }).isDisabled()).toBe(true);
     await expectNoSeriousAxeViolations(page);

@@ -433,18 +433,19 @@ export class SkillsRoom {
     const readWithoutData =
       mode === 'quarantine' &&
       calls.some((call) => call.decision === 'recorded' && !TOOL_REGISTRY.find((tool) => tool.name === call.tool)?.network);
-    const ranWithoutData = (then: string, output?: unknown): ClassifiedRun & { raw: CodeRunResult; usage?: SandboxUsage } => ({
+    // An example that passes with a marker: it did what quarantine lets it do, and the marker says what that was.
+    const passedWith = (code: string, message: string, output?: unknown): ClassifiedRun & { raw: CodeRunResult; usage?: SandboxUsage } => ({
       raw,
       ...charged,
       failsAt: null,
-      result: {
-        ...base,
-        ok: true,
-        ...(output === undefined ? {} : { output }),
-        code: 'RAN_WITHOUT_DATA',
-        message: `ran without data: quarantine answers tools.readFile with an empty text and tools.kb.search with no entries (nothing is read before you approve); ${then}`,
-      },
+      result: { ...base, ok: true, ...(output === undefined ? {} : { output }), code, message },
     });
+    const ranWithoutData = (then: string, output?: unknown) =>
+      passedWith(
+        'RAN_WITHOUT_DATA',
+        `ran without data: quarantine answers tools.readFile with an empty text and tools.kb.search with no entries (nothing is read before you approve); ${then}`,
+        output,
+      );
     if (calls.length > skill.budget.calls) {
       if (readWithoutData) return ranWithoutData(`then it made ${calls.length} tool calls (its budget is ${skill.budget.calls})`);
       return fail('quarantine', 'BUDGET_EXCEEDED', `made ${calls.length} tool calls; its budget is ${skill.budget.calls} per use`);
@@ -465,17 +466,7 @@ export class SkillsRoom {
       if (readWithoutData) return ranWithoutData(`with that it ended ${raw.code}: ${raw.message}`);
       // Quarantine sends nothing: code that stopped at its first (recorded) request did what it could.
       if (mode !== 'execute' && raw.code === 'EXECUTION_ERROR' && calls.some((call) => call.decision === 'recorded'))
-        return {
-          raw,
-          ...charged,
-          failsAt: null,
-          result: {
-            ...base,
-            ok: true,
-            code: 'NETWORK_RECORDED',
-            message: 'stopped at a network request, which quarantine records and does not send',
-          },
-        };
+        return passedWith('NETWORK_RECORDED', 'stopped at a network request, which quarantine records and does not send');
       if (raw.code === 'EXECUTION_TIMEOUT')
         return fail('quarantine', 'BUDGET_EXCEEDED', `took longer than its time budget of ${skill.budget.timeMs} ms and was killed`);
       return fail('quarantine', raw.code, raw.message);

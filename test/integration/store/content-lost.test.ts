@@ -98,7 +98,9 @@ describe('a large write whose content blob is lost', () => {
       expect(summaries.find((summary) => summary.id === 'big')!.contentLost).toEqual({ blob: big.contentLost!.blob, why });
       expect(summaries.find((summary) => summary.id === 'small')!.contentLost).toBeUndefined();
       // The MCP words.
-      expect(stepOutcomeText(big)).toMatch(/^PENDING: waiting for the user[^\n]*\nCONTENT LOST: Its content is lost/);
+      expect(stepOutcomeText(big)).toMatch(
+        /^PENDING: waiting for the user[^\n]*\nCONTENT LOST: The backup blob [0-9a-f]{12}… that held its content /,
+      );
 
       await expect(executor.approve('big', PERSON, { previewHash: proposed[0]!.previewHash })).rejects.toMatchObject({
         code: 'STEP_CONTENT_LOST',
@@ -124,7 +126,7 @@ describe('a large write whose content blob is lost', () => {
     const show = runCli(['--data-dir', dataDir, 'steps', 'show', 'big']);
     expect(show.status, show.stderr).toBe(0);
     expect(show.stdout).toMatch(/Status {3}Waiting for you — content lost/);
-    expect(show.stdout).toMatch(/Content {2}LOST: Its content is lost: the backup blob [0-9a-f]{12}… that held it is missing/);
+    expect(show.stdout).toMatch(/Content {2}LOST: The backup blob [0-9a-f]{12}… that held its content is missing/);
     const json = runCli(['--data-dir', dataDir, '--json', 'steps', 'list']);
     expect(json.status, json.stderr).toBe(0);
     const records = json.json<{ step: { id: string }; contentLost?: { why: string } }[]>();
