@@ -32,6 +32,7 @@ function largeText(): string {
   return `${lines.join('\n')}\n`;
 }
 
+// Skipped only on a machine without Chromium (windowTestsSkipReason says so loudly); under CI=true it never skips.
 describe.skipIf(skipReason !== null)('a step whose content is lost, in the window', { timeout: 180_000 }, () => {
   it('says content lost in the queue and History, refuses approval, and rejects it', async () => {
     const { dataDir, workspace, base } = tempSetup();

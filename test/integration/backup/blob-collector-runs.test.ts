@@ -19,6 +19,7 @@ const hasDocker = dockerAvailable();
 const FILES = 30;
 const before = (index: number) => `file ${index} as the person left it\n`.repeat(6000);
 
+// Skipped only where no engine answers (dockerAvailable says which, loudly); under CI=true a missing engine fails instead.
 describe.skipIf(!hasDocker)('collecting orphan blobs while a command runs (real Docker)', () => {
   beforeAll(async () => {
     await ensureSandboxImage();

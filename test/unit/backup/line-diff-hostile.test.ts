@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { previewFileChange } from '../../../src/backup/file-changes.js';
 import { applyHunks, parseHunks } from '../../../src/domain/hunks.js';
 import { unifiedLineDiff } from '../../../src/backup/line-diff.js';
+import { shownLines } from '../../helpers/patch-lines.js';
 
 /*
  * The shown lines of a diff give back both texts exactly, for inputs made to hurt a line scanner that skips equal runs
@@ -10,20 +11,6 @@ import { unifiedLineDiff } from '../../../src/backup/line-diff.js';
  * block compare, one-line files, empty files, files whose lines are all equal but one, multi-byte characters cut
  * across line ends, and bytes that are not UTF-8 (never diffed as text: shown as binary).
  */
-
-function shownLines(patch: string): { kind: ' ' | '-' | '+'; text: string }[] {
-  const lines = patch.split('\n');
-  const shown: { kind: ' ' | '-' | '+'; text: string }[] = [];
-  let inHunk = false;
-  for (let k = 0; k < lines.length; k++) {
-    const line = lines[k]!;
-    if (line.startsWith('@@')) inHunk = true;
-    if (!inHunk || line.startsWith('@@') || line.startsWith('\\') || line === '') continue;
-    const ending = lines[k + 1]?.startsWith('\\') ? '' : '\n';
-    shown.push({ kind: line[0] as ' ' | '-' | '+', text: line.slice(1) + ending });
-  }
-  return shown;
-}
 
 function expectRebuilds(oldText: string, newText: string, context: number): void {
   const result = unifiedLineDiff(oldText, newText, 'a/f', 'b/f', { context, timeoutMs: 60_000, maxDiffBytes: 64 * 1024 * 1024 });

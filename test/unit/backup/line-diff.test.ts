@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { keptWeightOfLine } from '../../../src/backup/content-kept.js';
 import { unifiedLineDiff } from '../../../src/backup/line-diff.js';
+import { shownLines } from '../../helpers/patch-lines.js';
 
 function patchOf(oldText: string, newText: string): string {
   const result = unifiedLineDiff(oldText, newText, 'a/f', 'b/f');
@@ -96,24 +97,6 @@ describe('unifiedLineDiff', () => {
     expect(result).toMatchObject({ ok: false });
     if (!result.ok) expect(result.reason).toContain('exact snapshots are kept');
   });
-
-  /**
-   * What a person reads: the patch's lines, each unchanged, removed or added, with whether it ends
-   * in a newline. Runs of removed and added lines between unchanged ones are one change block.
-   */
-  function shownLines(patch: string): { kind: ' ' | '-' | '+'; text: string }[] {
-    const lines = patch.split('\n');
-    const shown: { kind: ' ' | '-' | '+'; text: string }[] = [];
-    let inHunk = false;
-    for (let k = 0; k < lines.length; k++) {
-      const line = lines[k]!;
-      if (line.startsWith('@@')) inHunk = true;
-      if (!inHunk || line.startsWith('@@') || line.startsWith('\\') || line === '') continue;
-      const ending = lines[k + 1]?.startsWith('\\') ? '' : '\n';
-      shown.push({ kind: line[0] as ' ' | '-' | '+', text: line.slice(1) + ending });
-    }
-    return shown;
-  }
 
   /** Lines that differ only in their ending, trailing blanks or a carriage return, and repeats. */
   const nearTextArbitrary = fc
