@@ -238,7 +238,20 @@ export class StepDesk {
     // Every request looks whether the disk has room again (a statfs, throttled, only while held).
     this.requests.onArrival = () => this.hold.onRequest();
     // A failed sync of a group's records (EIO): every caller of that group hears the hold's STORAGE_FAILED, and nothing runs until a restart.
-    this.commits.onSyncFailed = (error) => this.hold.holdForFailedSync(error);
+    // A sync that failed because the WAL is gone or another file by name (removed by hand, the folder
+    // replaced) is the data directory lost, not the disk failing: the watch says so with its own words
+    // and stops the host. Which of the two a caller heard depended on whether the watch's timer or the
+    // next group's sync came first.
+    this.commits.onSyncFailed = (error) => {
+      try {
+        this.guardDataDir();
+      } catch (lost) {
+        return lost;
+      }
+      const held = this.hold.holdForFailedSync(error);
+      // The WAL's name leads to another file the watch did not know: execution holds all the same, and the caller hears which.
+      return error instanceof ExecutorError && error.code === 'DATA_DIR_LOST' ? error : held;
+    };
   }
 
   /**

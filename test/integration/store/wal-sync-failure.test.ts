@@ -4,8 +4,10 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { actorFor } from '../../../src/domain/actor.js';
 import { toErrorShape } from '../../../src/domain/errors.js';
 import { Executor } from '../../../src/executor/executor.js';
+import type { StepDesk } from '../../../src/executor/step-desk.js';
+import { lostNotePath } from '../../../src/store/lost-data-dirs.js';
 import { openExecutor } from '../../helpers/open-executor.js';
-import { closeAfter } from '../../helpers/teardown.js';
+import { closeAfter, defer } from '../../helpers/teardown.js';
 
 /*
  * A failed sync of the WAL after a group's commit (issue 24): the group's records are visible but not
@@ -80,5 +82,22 @@ describe('a failed WAL sync after a visible commit', () => {
     expect(reopened.getStep('first').status).toBe('interrupted');
     expect(fs.existsSync(first)).toBe(false);
     expect((await reopened.verifyAudit()).ok).toBe(true);
+  }, 60_000);
+
+  /*
+   * Seen in CI: `rm executor.db-wal` under a running plan answered STORAGE_FAILED ("the disk failing")
+   * when the next group's sync met the missing WAL before the data-directory watch's timer did. The
+   * WAL is removed here inside a group's own work, after that group's records were checked against
+   * the directory: its sync is the first to meet the loss, every time.
+   */
+  it('a WAL removed between a group’s commit and its sync is the data directory lost, not the disk failing', async () => {
+    const { executor, dataDir } = openExecutor({ autoApprove: 'none' });
+    defer(() => fs.rmSync(lostNotePath(dataDir), { force: true }));
+    const wal = path.join(dataDir, 'executor.db-wal');
+    const desk = (executor as unknown as { desk: StepDesk }).desk;
+    const answer = await desk.commits.run(() => fs.rmSync(wal)).catch((error: unknown) => toErrorShape(error));
+    expect(answer).toMatchObject({ code: 'DATA_DIR_LOST', message: expect.stringContaining(wal) });
+    expect(executor.storageHold().held).toBe(false);
+    expect(executor.dataDirLost).toMatchObject({ code: 'DATA_DIR_LOST' });
   }, 60_000);
 });
