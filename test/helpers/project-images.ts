@@ -18,13 +18,23 @@ import { tempDir } from './temp-dirs.js';
  * the one a test running beside it was about to run in ("no such image", seen in CI under Podman).
  */
 export function removeProjectImagesBuiltFor(root: string): void {
+  // The root's real path is read now, while it exists: read at teardown it threw for a root the test had removed
+  // or moved, and the images were left.
+  const roots = new Set([root, realPathOr(root)]);
   defer(() => {
-    const roots = new Set([root, fs.realpathSync(root)]);
     for (const labelled of roots) {
       const listed = spawnSync('docker', ['images', '-q', '--filter', `label=dev.executor.project-root=${labelled}`], { encoding: 'utf8' });
       for (const id of new Set(listed.stdout.split('\n').filter(Boolean))) spawnSync('docker', ['image', 'rm', '-f', id]);
     }
   });
+}
+
+function realPathOr(dir: string): string {
+  try {
+    return fs.realpathSync(dir);
+  } catch {
+    return dir;
+  }
 }
 
 /** Proposes one command (step id `<planId>-cmd`) through the CLI, and returns the step as `steps show --json` gives it. */

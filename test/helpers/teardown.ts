@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import { afterAll, afterEach, beforeEach } from 'vitest';
+import { afterAll, afterEach, beforeEach, expect } from 'vitest';
 
 /*
  * One teardown stack for everything a test opens: executors, hosts, clients, servers, child
@@ -141,6 +141,14 @@ function teardownOn(stack: () => TeardownStack): Teardown {
  * of the file, before any hook of the file's own. So this beforeEach runs before every other
  * beforeEach (what they open belongs to the test), and this afterEach after every other afterEach.
  */
+// Loaded first by an `await import()` inside a running test, the hooks below are registered too late to
+// run for that file: nothing opened through this module would be undone (temporary directories stayed in
+// /tmp after every CI run). Said at once instead of leaking in silence.
+if (expect.getState().currentTestName !== undefined)
+  throw new Error(
+    `test/helpers/teardown.ts was first imported inside the running test "${expect.getState().currentTestName}": import it (or the helper that uses it) at the top of the test file, so its hooks are registered.`,
+  );
+
 const fileStack = new TeardownStack();
 let testStack: TeardownStack | undefined;
 

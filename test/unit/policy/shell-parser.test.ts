@@ -1,6 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
+// Imported here, not inside the test: a teardown first loaded while a test runs registers its hooks too late
+// to run, and the directories stayed in /tmp (three per CI run).
+import { tempDir } from '../../helpers/temp-dirs.js';
 
 describe('the shell parser', () => {
   it('is unknowable until loaded, loads once, then parses synchronously', async () => {
@@ -45,7 +48,6 @@ describe('the shell parser', () => {
 
   it("prefers the copy next to the bundled module, and reads a packaged app's copy from app.asar.unpacked", async () => {
     const { locateWasm } = await import('../../../src/policy/shell-parser.js');
-    const { tempDir } = await import('../../helpers/temp-dirs.js');
     const bundle = tempDir();
     fs.writeFileSync(path.join(bundle, 'tree-sitter-bash.wasm'), 'x');
     expect(locateWasm('tree-sitter-bash.wasm', 'tree-sitter-bash/tree-sitter-bash.wasm', bundle)).toBe(

@@ -23,9 +23,15 @@ interface ShownStep {
   } | null;
 }
 
-/** The fixture project as a workspace root, its dev container built FROM this machine's default image; node_modules copied in. */
+/**
+ * The fixture project as a workspace root, its dev container built FROM this machine's default image; node_modules
+ * copied in. The images built for it are removed after the test: the fixture's build is a new image whenever the
+ * default image is rebuilt (every CI run), and a test that changes a file of the build (a tool, devcontainer.json)
+ * makes one more, so each run left three on the engine.
+ */
 function projectSetup(): { dataDir: string; workspace: string } {
   const setup = tempSetup({ sandbox: { ignore: ['.git/**'] } });
+  removeProjectImagesBuiltFor(setup.workspace);
   fs.cpSync(FIXTURE, setup.workspace, { recursive: true });
   const devcontainer = path.join(setup.workspace, '.devcontainer/devcontainer.json');
   fs.writeFileSync(devcontainer, fs.readFileSync(devcontainer, 'utf8').replace('executor-sandbox:latest', sandboxImageTag()));
@@ -34,11 +40,10 @@ function projectSetup(): { dataDir: string; workspace: string } {
 
 /**
  * A Dockerfile line no earlier run wrote: project images are cached on the engine by content, so a test
- * that needs a build to be refused (or consented) must not find the image an earlier run built. The
- * images this test builds are removed after it.
+ * that needs a build to be refused (or consented) must not find the image an earlier run built (one
+ * whose test was killed before its cleanup). projectSetup() removes the images this test builds.
  */
-function freshBuild(root: string): string {
-  removeProjectImagesBuiltFor(root);
+function freshBuild(): string {
   return `# this run: ${randomUUID()}\n`;
 }
 
@@ -133,8 +138,7 @@ describe.skipIf(!hasDocker)("a project's own sandbox image (devcontainer.json)",
     const { dataDir, workspace } = projectSetup();
     fs.appendFileSync(
       path.join(workspace, '.devcontainer/Dockerfile'),
-      freshBuild(workspace) +
-        'USER root\nRUN mkdir -p /opt && echo built-by-run > /opt/marker && \\\n    chmod 644 /opt/marker\nUSER 10001:10001\n',
+      freshBuild() + 'USER root\nRUN mkdir -p /opt && echo built-by-run > /opt/marker && \\\n    chmod 644 /opt/marker\nUSER 10001:10001\n',
     );
     const step = await proposeCommand(dataDir, 'runs', 'cat /opt/marker');
     expect(step.preview).toBeNull();
@@ -157,7 +161,7 @@ describe.skipIf(!hasDocker)("a project's own sandbox image (devcontainer.json)",
     const { dataDir, workspace } = projectSetup();
     fs.appendFileSync(
       path.join(workspace, '.devcontainer/Dockerfile'),
-      freshBuild(workspace) + 'USER root\nRUN mkdir -p /opt && echo consented-build > /opt/marker\nUSER 10001:10001\n',
+      freshBuild() + 'USER root\nRUN mkdir -p /opt && echo consented-build > /opt/marker\nUSER 10001:10001\n',
     );
     const step = await proposeCommand(dataDir, 'consent', 'cat /opt/marker > out.txt');
     expect(step.preview).toBeNull();

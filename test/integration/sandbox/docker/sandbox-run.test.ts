@@ -267,15 +267,17 @@ describe.skipIf(!hasDocker)('after the host process dies mid-run', () => {
       );
     const sweepParents = [os.tmpdir(), '/dev/shm'];
     try {
-      for (let i = 0; i < 300 && childContainers().length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 100));
-      expect(childContainers()).toHaveLength(1);
+      // Started by a fresh process (tsx compiles the fixture first): 30 s was not always enough on two busy cores.
+      await expect.poll(childContainers, { timeout: 90_000, interval: 100 }).toHaveLength(1);
       expect(childScratch()).toHaveLength(1);
     } finally {
       child.kill('SIGKILL');
       await new Promise((resolve) => child.once('exit', resolve));
     }
-    // Killed: nothing removed its container or its copy.
-    expect(childContainers()).toHaveLength(1);
+    // Killed: nothing of its own removed its container or its copy (seen above, while it lived). Hosts
+    // started by other test files sweep the same engine and /tmp at their start, so once it is dead either
+    // may go by another sweep's hand before ours (asserting it still there raced them): what must hold is
+    // the state after a sweep.
     await sweepLeftoverContainers(client);
     sweepTempAreas(sweepParents);
     expect(childContainers()).toEqual([]);
