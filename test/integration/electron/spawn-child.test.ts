@@ -55,8 +55,7 @@ describe('light sandbox workers as (fake) Electron utility processes', () => {
     expect(result).toMatchObject({ ok: false, code: 'EXECUTION_TIMEOUT' });
     expect(children).toHaveLength(1);
     const pid = children[0]!.pid!;
-    for (let attempt = 0; attempt < 50 && isAlive(pid); attempt++) await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(isAlive(pid)).toBe(false);
+    await expect.poll(() => isAlive(pid), { timeout: 15_000, interval: 20 }).toBe(false);
   });
 
   it('reports a thrown error with the logs before it', async () => {

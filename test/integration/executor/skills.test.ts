@@ -226,7 +226,7 @@ describe('skills: the pipeline on a real executor', () => {
       const use = executor.useSkill('word_count', { text: 'hang' }, agent);
       use.catch(() => undefined);
       const stepId = await expect
-        .poll(() => executor.listLiveRuns().find((run) => run.phase === 'realRun')?.stepId, { timeout: 4000 })
+        .poll(() => executor.listLiveRuns().find((run) => run.phase === 'realRun')?.stepId, { timeout: 15_000 })
         .toBeDefined()
         .then(() => executor.listLiveRuns().find((run) => run.phase === 'realRun')!.stepId);
       return { use, stepId };
@@ -271,9 +271,11 @@ describe('skills: the pipeline on a real executor', () => {
 
   it('a proposal in quarantine when the stop switch comes does not come out of it waiting for approval', async () => {
     const { executor } = openExecutor();
-    const slow = 'const until = Date.now() + 400; while (Date.now() < until) {} return { words: 1 };';
-    const proposing = executor.proposeSkill(wordCount({ code: slow, budget: { timeMs: 3000, calls: 0 } }), agent);
-    await expect.poll(() => executor.listSkills().map((skill) => skill.state), { timeout: 4000 }).toEqual(['quarantine']);
+    // Its first example spins to the end of its 5 s budget: the stop switch lands while it runs however late the
+    // poll sees it. Three examples of 400 ms gave the switch about a second, and a busy machine could miss it.
+    const spins = 'for (;;) {}';
+    const proposing = executor.proposeSkill(wordCount({ code: spins, budget: { timeMs: 5000, calls: 0 } }), agent);
+    await expect.poll(() => executor.listSkills().map((skill) => skill.state), { timeout: 4000, interval: 20 }).toEqual(['quarantine']);
     await executor.pause(person, 'stop');
     const skill = await proposing;
     expect(skill.state).toBe('rejected');

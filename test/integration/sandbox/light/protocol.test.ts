@@ -59,8 +59,7 @@ describe('host side of the worker protocol', () => {
     expect(result).toMatchObject({ ok: true, value: 'first' });
     expect(audited).toEqual([]);
     const used = children[0]!;
-    for (let attempt = 0; attempt < 50 && isAlive(used.pid!); attempt++) await new Promise((r) => setTimeout(r, 20));
-    expect(isAlive(used.pid!)).toBe(false);
+    await expect.poll(() => isAlive(used.pid!), { timeout: 15_000, interval: 20 }).toBe(false);
   });
 
   it('stops a frame that grows past the cap instead of buffering it', async () => {

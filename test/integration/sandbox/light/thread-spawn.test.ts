@@ -29,7 +29,8 @@ const isAlive = (pid: number) => {
 };
 
 async function allDead(pids: number[]): Promise<boolean> {
-  for (let attempt = 0; attempt < 100 && pids.some(isAlive); attempt++) await new Promise((resolve) => setTimeout(resolve, 20));
+  // Up to 15 s: a killed child is reaped within milliseconds on a quiet machine, but 2 s was a guess on two busy cores.
+  for (let attempt = 0; attempt < 750 && pids.some(isAlive); attempt++) await new Promise((resolve) => setTimeout(resolve, 20));
   return !pids.some(isAlive);
 }
 
