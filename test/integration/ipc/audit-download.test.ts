@@ -86,13 +86,15 @@ describe('audit exports streamed behind one-time download links (executor serve)
   it('a link expires after its time; a HEAD does not spend it; a range exports only that range', async () => {
     const dataDir = path.join(tempDir(), 'data');
     buildMixedLog(dataDir, 300);
-    host = closeAfter(await startHost(dataDir, { web: { downloadTtlMs: 400 } }));
+    // Long enough that the first link is used well within it on two busy cores (400 ms was not always: a HEAD
+    // and a GET answered 410), and the second is waited out by its own expiry time.
+    host = closeAfter(await startHost(dataDir, { web: { downloadTtlMs: 3_000 } }));
     const api = await webClient(host);
     const checked = await api.issueAuditDownload({});
     expect((await fetchUrl(checked.url, 'HEAD')).status).toBe(405);
     expect((await fetchUrl(checked.url)).status).toBe(200);
     const expiring = await api.issueAuditDownload({});
-    await new Promise((resolve) => setTimeout(resolve, 600));
+    await expect.poll(() => Date.now() > Date.parse(expiring.expiresAt) + 5, { interval: 50 }).toBe(true);
     const late = await fetchUrl(expiring.url);
     expect(late.status).toBe(410);
     expect(late.body).toMatch(/expired/);

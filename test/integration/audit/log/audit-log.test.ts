@@ -1,7 +1,6 @@
 import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { exportAudit } from '../../../../src/audit/export/audit-export.js';
 import { parseChainPublicKeys, parseVerificationKeys } from '../../../../src/audit/keys/audit-keys.js';
@@ -117,13 +116,20 @@ describe('the signed audit log', () => {
   it('heartbeat: checkpoints keep coming while the host is idle', async () => {
     const { dataDir } = tempSetup();
     const executor = Executor.open(dataDir, { auditHeartbeatMs: 40 });
-    await sleep(300);
+    const checkpointReasons = () => {
+      const db = new Database(path.join(dataDir, DATABASE_FILE), { readonly: true });
+      try {
+        return (
+          db.prepare("SELECT json_extract(body, '$.reason') AS reason FROM audit_checkpoints ORDER BY cp_seq").all() as { reason: string }[]
+        ).map((r) => r.reason);
+      } finally {
+        db.close();
+      }
+    };
+    // Waited for, not slept on: three heartbeats in a fixed 300 ms was a guess about fsyncs on a busy disk.
+    await expect.poll(() => checkpointReasons().filter((reason) => reason === 'heartbeat').length).toBeGreaterThanOrEqual(3);
     executor.close();
-    const db = new Database(path.join(dataDir, DATABASE_FILE), { readonly: true });
-    const reasons = (
-      db.prepare("SELECT json_extract(body, '$.reason') AS reason FROM audit_checkpoints ORDER BY cp_seq").all() as { reason: string }[]
-    ).map((r) => r.reason);
-    db.close();
+    const reasons = checkpointReasons();
     expect(reasons.filter((reason) => reason === 'heartbeat').length).toBeGreaterThanOrEqual(3);
     expect(reasons[reasons.length - 1]).toBe('shutdown');
     expect((await verifyLogAt(dataDir)).ok).toBe(true);
