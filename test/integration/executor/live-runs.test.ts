@@ -269,8 +269,9 @@ describe('a running snippet in the forked light worker, cancelled', () => {
     const asked = performance.now();
     expect((await executor.cancel('spin', person)).status).toBe('cancelled');
     await run.next((frame) => frame.stepId === 'spin' && frame.endedAt !== undefined);
-    // The worker's own timeout is 5 s: ending well before it means Cancel killed it.
-    expect(performance.now() - asked).toBeLessThan(3000);
+    // The worker's own timeout is 5 s: ending before it means Cancel killed it (and the run's end, below, says
+    // cancelled, not timed out). 3 s left two busy cores too little room.
+    expect(performance.now() - asked).toBeLessThan(4500);
     await executor.whenPreparationsIdle();
     expect(executor.getStep('spin').runTimes?.dryRun).toMatchObject({ ended: 'cancelled' });
   }, 60_000);

@@ -128,7 +128,9 @@ describe('the stop switch', () => {
   it('cancels a real run of code in the light worker, saying the person stopped all agents, and keeps its backups', async () => {
     const { dataDir } = tempSetup();
     const executor = open(dataDir);
-    await executor.propose({ steps: [{ id: 'spin', action: 'runCode', args: { code: 'while (true) {}', timeoutMs: 1000 } }] }, person);
+    // Its own timeout is the longest a snippet gets (5 s): with 1 s, a stop switch that came late on a busy
+    // machine met a run already ended by its timeout (failed, not cancelled).
+    await executor.propose({ steps: [{ id: 'spin', action: 'runCode', args: { code: 'while (true) {}', timeoutMs: 5000 } }] }, person);
     expect(executor.getStep('spin').status).toBe('awaiting_consent');
     const approving = executor.approve('spin', person);
     await expect.poll(() => executor.getStep('spin').status).toBe('running');
@@ -160,7 +162,10 @@ describe.skipIf(!dockerAvailable())('the stop switch and a command in a containe
     const executor = open(dataDir);
     const ticker = (lines: number) =>
       `echo made > made.txt; i=0; while [ $i -lt ${lines} ]; do i=$((i+1)); echo "line $i"; sleep 0.3; done`;
-    await executor.propose({ steps: [{ id: 'slow', action: 'runCommand', args: { command: ticker(15) } }] }, person);
+    // Short as a dry run, long (30 s) as the real run once other.txt is there: the real run to stop lasted only
+    // 4.5 s, a short time to be seen running in on a busy machine.
+    const slow = `if [ -f other.txt ]; then n=100; else n=5; fi; echo made > made.txt; i=0; while [ $i -lt $n ]; do i=$((i+1)); echo "line $i"; sleep 0.3; done`;
+    await executor.propose({ steps: [{ id: 'slow', action: 'runCommand', args: { command: slow } }] }, person);
     expect(executor.getStep('slow').status).toBe('awaiting_consent');
     // A workspace changed since the dry run: the approval runs the command again (the run to stop), not the dry run's changes.
     fs.writeFileSync(path.join(workspace, 'other.txt'), 'changed since the dry run\n');
