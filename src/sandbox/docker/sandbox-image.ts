@@ -378,7 +378,30 @@ export async function buildSandboxImage(
   if (existing.present && !options.force) {
     return { ...existing, path: 'cached', seconds: 0, notes: [`${tag} already exists; nothing to build (use --force to rebuild).`] };
   }
-  if (options.prefer === 'dockerfile') return buildFromDockerfile(client, tag, started);
+  const built = await buildAnew(client, tag, started, options.prefer);
+  if (existing.present && existing.digest && existing.digest !== built.digest) await removeReplacedImage(client, existing.digest);
+  return built;
+}
+
+/**
+ * The image a rebuild took the tag from, removed: untagged, nothing names it again, and every forced
+ * rebuild (each CI run does one) left one more of about 175 MB on the engine. Not while anything
+ * still uses it (a container, a project image built FROM it): the engine refuses, and it stays.
+ */
+async function removeReplacedImage(client: DockerClient, id: string): Promise<void> {
+  await client.docker
+    .getImage(id)
+    .remove()
+    .catch(() => undefined);
+}
+
+async function buildAnew(
+  client: DockerClient,
+  tag: string,
+  started: number,
+  prefer: 'offline' | 'dockerfile' | undefined,
+): Promise<BuildResult> {
+  if (prefer === 'dockerfile') return buildFromDockerfile(client, tag, started);
   try {
     return await buildOffline(client, tag, started);
   } catch (offlineError) {

@@ -58,4 +58,26 @@ describe.skipIf(!hasDocker)('the sandbox image, built offline', () => {
     expect(again).toMatchObject({ path: 'cached', digest: built.digest });
     expect((await imageInfo(client, tag)).digest).toBe(built.digest);
   });
+
+  it('a forced rebuild removes the image it took the tag from, and keeps one still in use', async () => {
+    const exists = (id: string) => spawnSync('docker', ['image', 'inspect', id], { stdio: 'ignore' }).status === 0;
+    const first = await buildSandboxImage(client, { tag, force: true });
+    const second = await buildSandboxImage(client, { tag, force: true });
+    expect(second.digest).not.toBe(first.digest);
+    expect(exists(second.digest!)).toBe(true);
+    // Untagged and unused: gone, not left on the engine by every rebuild.
+    expect(exists(first.digest!)).toBe(false);
+
+    // A container of the old image (a run under way) keeps it: the engine refuses, and the rebuild still succeeds.
+    const holder = spawnSync('docker', ['create', '--network', 'none', tag, 'true'], { encoding: 'utf8' }).stdout.trim();
+    expect(holder).not.toBe('');
+    try {
+      const third = await buildSandboxImage(client, { tag, force: true });
+      expect(third.digest).not.toBe(second.digest);
+      expect(exists(second.digest!)).toBe(true);
+    } finally {
+      spawnSync('docker', ['rm', '-f', holder], { stdio: 'ignore' });
+    }
+    spawnSync('docker', ['image', 'rm', second.digest!], { stdio: 'ignore' });
+  }, 300_000);
 });
