@@ -124,7 +124,7 @@ describe.skipIf(skipReason !== null)('the consent window in Chromium against exe
     await expect.poll(() => confirm.isVisible()).toBe(true);
     await screenshots(page, 'queue-confirm-high');
     await confirm.getByRole('button', { name: 'Cancel' }).click();
-    expect(await confirm.isVisible()).toBe(false);
+    await expect.poll(() => confirm.isVisible()).toBe(false);
 
     // Approve the MEDIUM step: it runs at once and the file changes on disk.
     await mediumItem.click();

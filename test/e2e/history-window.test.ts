@@ -231,7 +231,8 @@ describe.skipIf(skipReason !== null)('History holds real data', { timeout: 600_0
       expect(shortShown!.length).toBeLessThan(20);
       expect(await longRow.locator('.copy-id code').first().getAttribute('title')).toBe(`step id: ${longId('step', 2)}`);
       await longRow.getByRole('button', { name: `Copy step id ${longId('step', 2)}` }).click();
-      expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(longId('step', 2));
+      // The page writes the clipboard after the click (a promise of its own): read until it is there.
+      await expect.poll(() => page.evaluate(() => navigator.clipboard.readText())).toBe(longId('step', 2));
 
       await page.getByLabel('Words').fill('');
       await expect.poll(() => page.getByText(new RegExp(`^\\d+ of ${total} steps$`)).count(), SOON).toBe(1);

@@ -74,7 +74,8 @@ describe.skipIf(skipReason !== null)('the queue while the host prepares and runs
       await expect.poll(() => otherItem.isVisible(), { timeout: 10_000 }).toBe(true);
       await expect.poll(() => page.getByTestId('preparing-other').count(), { timeout: 15_000 }).toBe(0);
       await otherItem.click();
-      expect(await approve.isDisabled()).toBe(false);
+      // Polled: the detail of the step clicked is drawn after the click's answer, and Approve read at once could still be the slow step's.
+      await expect.poll(() => approve.isDisabled()).toBe(false);
       await approve.click();
       await expect.poll(() => fs.existsSync(target) && fs.readFileSync(target, 'utf8'), { timeout: 15_000 }).toBe('meanwhile\n');
       // The other plan was approved and ran while the slow plan's run was still under way.

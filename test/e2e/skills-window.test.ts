@@ -251,7 +251,9 @@ describe.skipIf(skipReason !== null)('skills in the window', { timeout: 300_000 
     const fetchItem = page.getByRole('button', { name: /fetch_words v1/ });
     await expect.poll(() => fetchItem.isVisible(), SOON).toBe(true);
     await fetchItem.click();
-    expect(await page.locator('#skill-detail').getByTestId('skill-capabilities').innerText()).toContain('May call: fetch api.example.com');
+    await expect
+      .poll(() => page.locator('#skill-detail').getByTestId('skill-capabilities').innerText())
+      .toContain('May call: fetch api.example.com');
     const code = page.locator('#skill-detail').getByRole('region', { name: 'Code of fetch_words v1' });
     expect(await code.locator('mark.hidden-char').innerText()).toBe('⟨U+200B⟩');
     expect(await code.locator('.tok-comment').first().innerText()).toBe('/* words⟨U+200B⟩ */');

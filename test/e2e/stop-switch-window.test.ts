@@ -50,7 +50,7 @@ describe.skipIf(skipReason !== null)('the stop switch in the window', { timeout:
         .getByRole('navigation', { name: 'Views' })
         .getByRole('link', { name: new RegExp(`^${view}`) })
         .click();
-      expect(await banner.isVisible(), view).toBe(true);
+      await expect.poll(() => banner.isVisible(), { message: view }).toBe(true);
     }
     const refused = runCli(['--data-dir', dataDir, 'propose', planFile('refused')]);
     expect(refused.status).toBe(2);

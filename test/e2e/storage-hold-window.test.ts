@@ -63,7 +63,7 @@ describe.runIf(mountable)('a full disk in the window', { timeout: 300_000 }, () 
         .getByRole('navigation', { name: 'Views' })
         .getByRole('link', { name: new RegExp(`^${view}`) })
         .click();
-      expect(await banner.isVisible(), view).toBe(true);
+      await expect.poll(() => banner.isVisible(), { message: view }).toBe(true);
     }
 
     // The approved steps behind the held one say they wait for the disk, not for a step that "runs first".
@@ -73,7 +73,7 @@ describe.runIf(mountable)('a full disk in the window', { timeout: 300_000 }, () 
       "Approved; waits: the disk holding Executor's records is full; it runs once space is freed",
     );
     await lastRow.click();
-    expect(await page.locator('#step-detail').getByTestId('blocked-by').innerText()).toMatch(
+    await expect.poll(() => page.locator('#step-detail').getByTestId('blocked-by').innerText()).toMatch(
       /^Waits: the disk holding Executor's records is full/,
     );
 

@@ -177,7 +177,7 @@ describe.skipIf(skipReason !== null)('what the person sees is what happens', { t
       const detail = page.locator('#step-detail');
       await expect.poll(() => page.getByTestId('plan-purpose').innerText(), SOON).toContain('Run the test suite before the release');
       await page.locator('#queue-item-cargo-test').click();
-      expect(await detail.getByTestId('detail-plan-purpose').innerText()).toBe('Run the test suite before the release');
+      await expect.poll(() => detail.getByTestId('detail-plan-purpose').innerText()).toBe('Run the test suite before the release');
       const failed = detail.getByTestId('dry-run-failed');
       await expect.poll(() => failed.innerText(), { timeout: 120_000 }).toMatch(/The dry run exited with 127: .*cargo: not found/);
       // Said where the decision is made: right above the Decision buttons, not only at the foot of the preview.
