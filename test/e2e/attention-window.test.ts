@@ -213,7 +213,7 @@ describe.skipIf(skipReason !== null)('getting the person’s attention, in their
       `;
       const { page, errors } = await openWindow(serve.info.url, {}, denyingBrowser);
       const notifyMe = page.getByRole('button', { name: 'Notify me' });
-      expect(await notifyMe.isVisible()).toBe(true);
+      await expect.poll(() => notifyMe.isVisible()).toBe(true);
       expect(await page.evaluate(() => sessionStorage.getItem('asked'))).toBeNull();
       await expectNoSeriousAxeViolations(page);
       await screenshots(page, 'notify-me', { light: 'attention-notify-me', dark: 'attention-notify-me-dark' });

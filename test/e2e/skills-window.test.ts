@@ -277,7 +277,7 @@ describe.skipIf(skipReason !== null)('skills in the window', { timeout: 300_000 
 
     // The notice stays above other views until dismissed.
     await page.keyboard.press('1');
-    expect(await notice.isVisible()).toBe(true);
+    await expect.poll(() => notice.isVisible()).toBe(true);
     await notice.getByRole('button', { name: /Dismiss/ }).click();
     await expect.poll(() => notice.count(), SOON).toBe(0);
     expect(errors).toEqual([]);
