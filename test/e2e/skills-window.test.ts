@@ -156,7 +156,7 @@ describe.skipIf(skipReason !== null)('skills in the window', { timeout: 300_000 
     await edit.getByLabel(/^Code/).fill('return input.text.split(" ").filter(Boolean).map((w) => w.toUpperCase() + "!");');
     await edit.getByRole('button', { name: 'Send to quarantine' }).click();
     await expect.poll(() => edit.count(), SOON).toBe(0);
-    expect(await detail.getByRole('heading', { level: 2 }).innerText()).toBe('upper_words v2');
+    await expect.poll(() => detail.getByRole('heading', { level: 2 }).innerText(), SOON).toBe('upper_words v2');
     await expect.poll(() => detailState(page), SOON).toBe('awaiting your approval');
     expect(await examples.locator('tbody tr').first().innerText()).toMatch(/✓ \["ALPHA!","BETA!"\]/);
     // The keyboard moves between versions as in the other views: j to v1 (still in trial), k back to v2.
