@@ -6,6 +6,7 @@ import type { StepRecord } from '../../src/domain/step-record.js';
 import { proposeAndAwaitDecision } from '../../src/ipc/client/decision-wait.js';
 import { connectToHost } from '../../src/ipc/transports/node-client.js';
 import { codePointOf as codePoint, HIDDEN_GRID as GRID } from '../helpers/hidden-characters.js';
+import { connectProven } from '../helpers/connected-client.js';
 import { startServe } from '../helpers/serve-process.js';
 import { tempSetup } from '../helpers/temp-dirs.js';
 import { openWindow, useChromium, windowTestsSkipReason } from '../helpers/window-page.js';
@@ -47,7 +48,8 @@ describe.skipIf(skipReason !== null)('History shows real text as it is', { timeo
     const { dataDir, workspace } = tempSetup({ autoApprove: 'none' });
     const served = await startServe(dataDir);
     const person = await connectToHost(dataDir, 'cli');
-    const agent = await connectToHost(dataDir, 'agent', { client: trickyShort('agent') });
+    // First used after the window has connected (its hello may find a handshake too old): proven now.
+    const agent = await connectProven(dataDir, 'agent', { client: trickyShort('agent') });
     try {
       /** What waits for the person is approved here, and the step followed to its end. */
       const settle = async (records: StepRecord[]): Promise<StepRecord[]> => {

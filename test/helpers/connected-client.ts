@@ -1,6 +1,8 @@
 import { expect } from 'vitest';
 import type { ExecutorClient } from '../../src/ipc/client/client.js';
 import { connectToHost } from '../../src/ipc/transports/node-client.js';
+import type { HostConnectOptions } from '../../src/ipc/transports/node-session.js';
+import type { SocketCredentialName } from '../../src/ipc/server/token-files.js';
 import { runCli } from './run-cli.js';
 import { startServe } from './serve-process.js';
 import { closeAfter } from './teardown.js';
@@ -25,7 +27,28 @@ export async function connectedWorkspace(
 }
 
 export async function person(dataDir: string): Promise<ExecutorClient> {
-  return closeAfter(await connectToHost(dataDir, 'cli'));
+  return closeAfter(await connectProven(dataDir, 'cli'));
+}
+
+/**
+ * connectToHost, and its session proven at once by a first request. The host forgets a handshake not
+ * followed by a request within 10 s (SESSION_LIMITS.pendingSessionMs) once another client says hello:
+ * a client opened early and first used after a hook's process or a page had connected, more than 10 s
+ * later on a busy machine, heard IPC_UNKNOWN_KEY (hook-sessions in a full run).
+ */
+export async function connectProven(
+  dataDir: string,
+  credential: SocketCredentialName,
+  options: HostConnectOptions = {},
+): Promise<ExecutorClient> {
+  const client = await connectToHost(dataDir, credential, options);
+  try {
+    await client.getPolicy();
+  } catch (error) {
+    client.close();
+    throw error;
+  }
+  return client;
 }
 
 /** The first step waiting for the person; the client's hook is blocked on it until it is decided. */

@@ -3,9 +3,9 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ruleChoicesForStep } from '../../../src/domain/remembered-rule.js';
 import type { StepRecord } from '../../../src/domain/step-record.js';
-import { connectToHostIfRunning } from '../../../src/ipc/transports/node-client.js';
 import { callHook } from '../../helpers/hook-call.js';
 import { runCli, shownPreviewHash } from '../../helpers/run-cli.js';
+import { connectProven } from '../../helpers/connected-client.js';
 import { startServe } from '../../helpers/serve-process.js';
 import { closeAfter } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
@@ -123,7 +123,8 @@ describe('hook sessions', () => {
     const folderB = path.join(workspace, 'project-b');
     const shared = path.join(workspace, 'shared', 'notes');
     for (const dir of [folderA, folderB, shared]) fs.mkdirSync(dir, { recursive: true });
-    const person = closeAfter((await connectToHostIfRunning(dataDir, 'cli'))!);
+    // Proven at once: the hook's own hello comes after its process starts, and may find this session's handshake too old.
+    const person = closeAfter(await connectProven(dataDir, 'cli'));
 
     // Session 1 of Claude Code in folder A: the person approves and remembers "anything under shared/notes/" for a day.
     const first = path.join(shared, 'one.md');

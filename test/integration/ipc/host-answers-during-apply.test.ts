@@ -4,6 +4,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { StepRecord } from '../../../src/domain/step-record.js';
 import { connectToHost } from '../../../src/ipc/transports/node-client.js';
 import { dockerAvailable, ensureSandboxImage, labelledContainers } from '../../helpers/docker-engine.js';
+import { connectProven } from '../../helpers/connected-client.js';
 import { startServe } from '../../helpers/serve-process.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
@@ -39,7 +40,8 @@ describe.skipIf(!hasDocker)('the host answers while it applies a large changeset
     const serve = await startServe(dataDir);
     let runId = '';
     const api = await connectToHost(dataDir, 'cli');
-    const pinger = await connectToHost(dataDir, 'cli');
+    // First used after the dry run in a container: proven now, or a later hello may find its handshake too old.
+    const pinger = await connectProven(dataDir, 'cli');
     try {
       const events = new Map<string, StepRecord>();
       const waiters: { statuses: string[]; resolve: (record: StepRecord) => void }[] = [];
