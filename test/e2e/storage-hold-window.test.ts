@@ -73,9 +73,9 @@ describe.runIf(mountable)('a full disk in the window', { timeout: 300_000 }, () 
       "Approved; waits: the disk holding Executor's records is full; it runs once space is freed",
     );
     await lastRow.click();
-    await expect.poll(() => page.locator('#step-detail').getByTestId('blocked-by').innerText()).toMatch(
-      /^Waits: the disk holding Executor's records is full/,
-    );
+    await expect
+      .poll(() => page.locator('#step-detail').getByTestId('blocked-by').innerText())
+      .toMatch(/^Waits: the disk holding Executor's records is full/);
 
     fs.rmSync(filler);
     await expect.poll(() => banner.count(), { timeout: 120_000 }).toBe(0);
