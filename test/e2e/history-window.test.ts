@@ -3,7 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { ExecutorClient } from '../../src/ipc/client/client.js';
 import { proposeAndAwaitDecision } from '../../src/ipc/client/decision-wait.js';
-import { connectToHost } from '../../src/ipc/transports/node-client.js';
+import { connectProven } from '../helpers/connected-client.js';
 import { SEND_DECISIONS_AT_ONCE } from '../helpers/chromium.js';
 import { startServe } from '../helpers/serve-process.js';
 import { tempSetup } from '../helpers/temp-dirs.js';
@@ -54,10 +54,11 @@ describe.skipIf(skipReason !== null)('History holds real data', { timeout: 600_0
     fs.writeFileSync(path.join(workspace, 'config.yml'), 'port: 8080\nmode: dev\n');
     fs.writeFileSync(path.join(workspace, 'README.md'), '# Project\n\nOld intro.\n');
     const served = await startServe(dataDir);
-    const person = await connectToHost(dataDir, 'cli');
-    const claude = await connectToHost(dataDir, 'agent', { client: 'claude-code' });
-    const aider = await connectToHost(dataDir, 'agent', { client: 'aider' });
-    const codex = await connectToHost(dataDir, 'agent', { client: 'codex' });
+    // Proven at once: aider and codex are first used after claude's 24 plans, and a handshake unused for 10 s is forgotten at the next hello.
+    const person = await connectProven(dataDir, 'cli');
+    const claude = await connectProven(dataDir, 'agent', { client: 'claude-code' });
+    const aider = await connectProven(dataDir, 'agent', { client: 'aider' });
+    const codex = await connectProven(dataDir, 'agent', { client: 'codex' });
     const context = await browser().newContext({ viewport: { width: 1280, height: 860 } });
     await context.addInitScript(SEND_DECISIONS_AT_ONCE);
     await context.grantPermissions(['clipboard-read', 'clipboard-write']);
