@@ -379,20 +379,26 @@ export async function buildSandboxImage(
     return { ...existing, path: 'cached', seconds: 0, notes: [`${tag} already exists; nothing to build (use --force to rebuild).`] };
   }
   const built = await buildAnew(client, tag, started, options.prefer);
-  if (existing.present && existing.digest && existing.digest !== built.digest) await removeReplacedImage(client, existing.digest);
+  await removeOlderReplacedImages(client, existing.present ? existing.digest : undefined);
   return built;
 }
 
 /**
- * The image a rebuild took the tag from, removed: untagged, nothing names it again, and every forced
- * rebuild (each CI run does one) left one more of about 175 MB on the engine. Not while anything
- * still uses it (a container, a project image built FROM it): the engine refuses, and it stays.
+ * Sandbox images that earlier rebuilds took the tag from (untagged, nothing names them again), removed:
+ * every forced rebuild (each CI run does one) left one more of about 175 MB on the engine. The one this
+ * rebuild just replaced stays: a run that resolved the tag a moment ago creates its container from that
+ * image by id. So does any image still in use (a container, a project image built FROM it): the engine
+ * refuses to remove those.
  */
-async function removeReplacedImage(client: DockerClient, id: string): Promise<void> {
-  await client.docker
-    .getImage(id)
-    .remove()
-    .catch(() => undefined);
+async function removeOlderReplacedImages(client: DockerClient, justReplaced: string | undefined): Promise<void> {
+  const untagged = await client.docker.listImages({ filters: { dangling: ['true'], label: [IMAGE_LABEL] } }).catch(() => []);
+  for (const image of untagged) {
+    if (image.Id === justReplaced) continue;
+    await client.docker
+      .getImage(image.Id)
+      .remove()
+      .catch(() => undefined);
+  }
 }
 
 async function buildAnew(
