@@ -5,7 +5,8 @@
  *
  * EXECUTOR_BENCH_CPU_PROF=DIR writes the host's CPU profile to DIR when it stops (node --cpu-prof),
  * and `marks.json` beside it: when each phase began and ended, on the profile's clock (monotonic µs),
- * so a profile can be cut to one phase.
+ * so a profile can be cut to one phase. EXECUTOR_BENCH_HOST_FLAGS="--trace-gc ..." passes node flags to
+ * the host; what it prints besides its announcement goes to this process's stderr.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
