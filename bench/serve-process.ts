@@ -5,7 +5,8 @@
  *
  * EXECUTOR_BENCH_CPU_PROF=DIR writes the host's CPU profile to DIR when it stops (node --cpu-prof),
  * and `marks.json` beside it: when each phase began and ended, on the profile's clock (monotonic µs),
- * so a profile can be cut to one phase.
+ * so a profile can be cut to one phase. EXECUTOR_BENCH_HOST_FLAGS="--trace-gc ..." passes node flags to
+ * the host; what it prints besides its announcement goes to this process's stderr.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -13,6 +14,7 @@ import path from 'node:path';
 
 const CLI = path.resolve(import.meta.dirname, '../bin/executor.js');
 const PROFILE_DIR = process.env.EXECUTOR_BENCH_CPU_PROF;
+const HOST_FLAGS = process.env.EXECUTOR_BENCH_HOST_FLAGS;
 
 export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
@@ -60,19 +62,26 @@ export interface ServeProcess {
 /** Starts `executor serve` over `dataDir` and resolves once it printed that it listens. */
 export async function startServe(dataDir: string): Promise<ServeProcess> {
   const profile = PROFILE_DIR ? ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR] : [];
-  const child = spawn(process.execPath, [...profile, CLI, '--data-dir', dataDir, '--json', 'serve'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const flags = HOST_FLAGS ? HOST_FLAGS.split(/\s+/).filter(Boolean) : [];
+  const child = spawn(process.execPath, [...profile, ...flags, CLI, '--data-dir', dataDir, '--json', 'serve'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   await new Promise<void>((resolve, reject) => {
+    let announced = false;
     child.stdout!.on('data', (chunk: Buffer) => {
+      // What the host prints besides its announcement (--trace-gc under EXECUTOR_BENCH_HOST_FLAGS) goes to stderr.
+      if (announced) return void process.stderr.write(chunk);
       stdout += chunk.toString();
-      try {
-        JSON.parse(stdout);
-        resolve();
-      } catch {
-        /* not the whole line yet */
-      }
+      // The announcement is one write of indented JSON, from a line that is `{` to a line that is `}`.
+      const start = stdout.startsWith('{\n') ? 0 : stdout.indexOf('\n{\n') + 1;
+      const end = start > 0 || stdout.startsWith('{\n') ? stdout.indexOf('\n}\n', start) : -1;
+      if (end < 0) return;
+      announced = true;
+      process.stderr.write(stdout.slice(0, start) + stdout.slice(end + 3));
+      resolve();
     });
     child.once('exit', (code) => reject(new Error(`executor serve exited (${code}): ${stderr}`)));
   });

@@ -22,7 +22,8 @@
  *   npm run bench:throughput [-- N=300]
  *
  * EXECUTOR_BENCH_CPU_PROF=DIR writes the host's CPU profile to DIR (node --cpu-prof), with the
- * phases' marks beside it (bench/serve-process.ts).
+ * phases' marks beside it (bench/serve-process.ts). EXECUTOR_BENCH_HOST_FLAGS passes node flags to
+ * the host (`--trace-gc`: its GC pauses, printed to stderr; `--import=FILE`: a probe of your own).
  */
 import Database from 'better-sqlite3';
 import { setTimeout as sleep } from 'node:timers/promises';

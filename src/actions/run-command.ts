@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { applyFileChanges, limitNewFileMode, readCurrent, type FileChange } from '../backup/file-changes.js';
+import { applyFileChangesOffThread, limitNewFileMode, readCurrent, type FileChange } from '../backup/file-changes.js';
+import { syncDirectories } from '../fs/atomic-write.js';
 import { previewFileChangesOffLoop } from '../backup/preview-workers.js';
 import type { DirectoryLedger } from '../fs/created-directories.js';
 import { sha256Of } from '../backup/blob-store.js';
@@ -263,7 +264,7 @@ async function approvedDryRun(args: Args, ctx: ActionContext): Promise<{ ready: 
       preview: approved,
       async apply() {
         assertChangesetTargets(changes, scope);
-        applyUnlessChanged(changes, ctx.directoryLedger);
+        await applyUnlessChanged(changes, ctx.directoryLedger);
         return {
           exitCode: approved.exitCode,
           timedOut: approved.timedOut,
@@ -346,8 +347,39 @@ function excerpt(stream: { text: string; bytes: number; truncated: boolean }): {
   return { text, bytes: stream.bytes, truncated: stream.truncated || text.length < stream.text.length };
 }
 
-/** Writes the changeset only if every real file still holds what the run saw; otherwise nothing at all. */
-function applyUnlessChanged(changes: FileChange[], ledger?: DirectoryLedger): void {
+/**
+ * Writes the changeset only if every real file still holds what the run saw; otherwise nothing at all.
+ * As a file step's write: every new content goes to a temporary sibling written and fsynced off the
+ * host's thread, then one short synchronous stretch checks the files again (the run's view, by content)
+ * and renames; the folders' fsyncs go off the thread too, and the outcome waits for them.
+ */
+async function applyUnlessChanged(changes: FileChange[], ledger?: DirectoryLedger): Promise<void> {
+  const syncLater = new Set<string>();
+  try {
+    await applyFileChangesOffThread(changes, ledger, { syncLater, beforePlacing: () => assertAsTheRunSaw(changes) });
+  } catch (error) {
+    throw namingTheChangeset(error, changes);
+  }
+  await syncDirectories(syncLater);
+}
+
+/**
+ * A content that did not fit (or could not be written) before any file was put in place: the error names
+ * the one file, and says so of that file only. The whole changeset is unchanged, which is what an agent
+ * deciding whether to retry needs to hear, with the file that failed, as a failure half-way through says it.
+ */
+function namingTheChangeset(error: unknown, changes: FileChange[]): unknown {
+  if (!(error instanceof ExecutorError) || error.details?.putBack !== undefined || typeof error.details?.path !== 'string') return error;
+  const failed = changes.find((change) => change.absolutePath === error.details!.path);
+  if (!failed || changes.length < 2) return error;
+  return new ExecutorError(error.code, `${error.message} None of the command's ${changes.length} file changes was written.`, {
+    ...error.details,
+    failedPath: failed.displayPath,
+    putBack: [],
+  });
+}
+
+function assertAsTheRunSaw(changes: FileChange[]): void {
   const changed = changes.filter((change) => {
     const current = readCurrent(change.absolutePath).content;
     return (current === null ? null : sha256Of(current)) !== (change.before === null ? null : sha256Of(change.before));
@@ -361,7 +393,6 @@ function applyUnlessChanged(changes: FileChange[], ledger?: DirectoryLedger): vo
       },
     );
   }
-  applyFileChanges(changes, ledger);
 }
 
 /**
@@ -499,7 +530,7 @@ export const runCommand: ActionModule<'runCommand'> = {
           });
         // The workspace may have changed since the run: where each entry lands is resolved again now.
         assertChangesetTargets(changes, scope);
-        applyUnlessChanged(changes, ctx.directoryLedger);
+        await applyUnlessChanged(changes, ctx.directoryLedger);
         return {
           exitCode: outcome.run.exitCode,
           timedOut: outcome.run.timedOut,

@@ -26,6 +26,7 @@ import { isSettled } from '../domain/state-machine.js';
 import type { Preview, StepRecord } from '../domain/step-record.js';
 import type { Step } from '../domain/step.js';
 import { agentReadVerdict, type AgentReadVerdict } from '../policy/agent-read.js';
+import { warmPathMatchers } from '../policy/host-code-paths.js';
 import { loadPolicy, type Policy } from '../policy/policy-file.js';
 import { loadShellParser } from '../policy/shell-parser.js';
 import { preloadDockerode } from '../sandbox/docker/docker-client.js';
@@ -447,6 +448,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     await loadShellParser();
     preloadJsdiff();
     preloadDockerode();
+    warmPathMatchers(this.desk.policy);
   }
 
   /** The WAL checkpointer thread's next report (null without one: checkpointOffThread). For tests and diagnostics. */

@@ -8,6 +8,7 @@ import { personUmask } from './file-modes.js';
 import { formatBytes, freeBytesAt } from './free-space.js';
 import type { CreatedDirectory } from '../domain/created-directory.js';
 import { createMissingDirectories, removeDirectoriesQuietly, type DirectoryLedger } from './created-directories.js';
+import { DISK_THREAD_MAX_BYTES, fsyncFoldersOnDiskThread, writePrivateFileOnDiskThread, writeWholeAndSync } from './disk-thread.js';
 
 /**
  * Writes a file so that a crash, a full disk or a failing device leaves either the old or the new
@@ -190,6 +191,8 @@ export async function writeFileAtomicAsync(
   if ((mode & 0o077) !== 0) throw new Error(`writeFileAtomicAsync writes private files only (mode ${mode.toString(8)})`);
   const dir = path.dirname(target);
   const temp = path.join(dir, tempName(target, randomBytes(6).toString('hex')));
+  if (data.byteLength <= DISK_THREAD_MAX_BYTES && process.platform !== 'win32')
+    return writePrivateFileSmall(target, temp, data, mode, options);
   let handle: fs.promises.FileHandle | undefined;
   let renamed = false;
   let created: CreatedDirectory[] = [];
@@ -244,6 +247,53 @@ export async function writeFileAtomicAsync(
     for (const folder of created) await fsyncDirectoryAsync(path.dirname(folder.path));
   } catch (error) {
     await handle?.close().catch(() => undefined);
+    if (!renamed) {
+      fs.rmSync(temp, { force: true });
+      removeDirectoriesQuietly(created);
+    }
+    throw writeFailure(error, target, data.byteLength);
+  }
+}
+
+/** writeFileAtomicAsync for contents up to DISK_THREAD_MAX_BYTES: the same sequence, one job on a disk thread. */
+async function writePrivateFileSmall(
+  target: string,
+  temp: string,
+  data: Uint8Array,
+  mode: number,
+  options: AtomicWriteOptions,
+): Promise<void> {
+  let renamed = false;
+  let created: CreatedDirectory[] = [];
+  try {
+    created = createMissingDirectories(path.dirname(target));
+    const outcome = await writePrivateFileOnDiskThread({
+      temp,
+      target,
+      data,
+      mode,
+      ...(options.verifySha256 ? { verifySha256: options.verifySha256 } : {}),
+      ...(options.verifyReadBack ? { verifyReadBack: true } : {}),
+      folders: [path.dirname(target), ...created.map((folder) => path.dirname(folder.path))],
+    });
+    if ('refused' in outcome) {
+      if (outcome.refused === 'size')
+        throw new ExecutorError(
+          'STORAGE_FAILED',
+          `${target} was not written whole (${outcome.size} of ${data.byteLength} bytes reached the disk); nothing was changed.`,
+          { path: target, size: outcome.size, expected: data.byteLength },
+        );
+      throw new ExecutorError(
+        'STORAGE_FAILED',
+        outcome.refused === 'sha256'
+          ? `${target} did not read back as written (sha256 differs); nothing was changed.`
+          : `${target} did not read back as written; nothing was changed.`,
+        { path: target },
+      );
+    }
+  } catch (error) {
+    renamed = Boolean((error as { renamed?: boolean }).renamed);
+    // After the rename the new content is in place; only a folder's fsync failed, so the temporary file is gone already.
     if (!renamed) {
       fs.rmSync(temp, { force: true });
       removeDirectoriesQuietly(created);
@@ -420,6 +470,10 @@ export async function prepareWriteNoFollow(
 ): Promise<PreparedWrite> {
   const opened = openTemporaryNoFollow(target, data.byteLength, mode, options.ledger);
   try {
+    if (data.byteLength <= DISK_THREAD_MAX_BYTES) {
+      assertWrittenWhole(target, await writeWholeAndSync(opened.fd, data, opened.wantedMode), data.byteLength);
+      return opened;
+    }
     let offset = 0;
     while (offset < data.byteLength) {
       const { bytesWritten } = await writeAsync(opened.fd, data, offset, data.byteLength - offset);
@@ -583,7 +637,9 @@ function placeTemporary(opened: OpenedTemporary, syncLater: Set<string> | undefi
  * pool: the host answers requests meanwhile. Resolves once every one returned; the first failure rejects.
  */
 export async function syncDirectories(dirs: Iterable<string>): Promise<void> {
-  for (const dir of dirs) await fsyncDirectoryAsync(dir);
+  const folders = [...dirs];
+  if (folders.length === 0 || process.platform === 'win32') return;
+  await fsyncFoldersOnDiskThread(folders);
 }
 
 function closeQuietly(fd: number): void {

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { globListMatcher, normalizedForMatching, type PathMatchOptions } from './path-patterns.js';
+import { filesystemIgnoresCase, globListMatcher, normalizedForMatching, type PathMatchOptions } from './path-patterns.js';
 import { HOST_CODE_PATHS, type HostCodeEntry, type HostCodeKind } from './host-code-table.js';
 import { DISK_TREE, type TreeAfter } from './tree-after.js';
 
@@ -22,6 +22,21 @@ for (const entry of HOST_CODE_PATHS) for (const glob of entry.globs) if (!ENTRY_
 export interface HostCodeFinding {
   reason: string;
   git: boolean;
+}
+
+/**
+ * Compiles the glob lists every file step asks about (the host-code table and the policy's secretGlobs),
+ * in the case mode of each workspace root, and runs each once so the regular expression is compiled
+ * too. Some hundred patterns take tens of ms: a host does it before it takes requests, not inside the
+ * first step a person waits on.
+ */
+export function warmPathMatchers(policy: { secretGlobs: readonly string[]; workspaceRoots: readonly string[] }): void {
+  const modes = new Set(policy.workspaceRoots.map((root) => filesystemIgnoresCase(root)));
+  if (modes.size === 0) modes.add(filesystemIgnoresCase(undefined));
+  for (const caseInsensitive of modes) {
+    globListMatcher(ALL_HOST_CODE_GLOBS, { caseInsensitive })('warm');
+    globListMatcher(policy.secretGlobs, { caseInsensitive })('warm');
+  }
 }
 
 /** Which entry of HOST_CODE_PATHS a root-relative path falls under, if any: the first in table order. */

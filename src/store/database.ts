@@ -9,6 +9,9 @@ export type Db = Database.Database;
 
 export const DATABASE_FILE = 'executor.db';
 
+/** The size the WAL is cut back to when it starts over (journal_size_limit). */
+export const WAL_KEPT_BYTES = 8 * 1024 * 1024;
+
 /**
  * Opens (and migrates) the one database of a data directory. WAL lets readers (the CLI's
  * --wait poll, the UI) see committed state while the host writes; synchronous=FULL makes
@@ -44,8 +47,14 @@ function openDatabaseFile(dataDir: string, options: { readonly?: boolean; withou
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
   // After a checkpoint the WAL shrinks back to this size: one big write (or a refused one on a full
-  // disk) does not keep its megabytes in executor.db-wal for the life of the host.
-  db.pragma('journal_size_limit = 1048576');
+  // disk) does not keep its megabytes in executor.db-wal for the life of the host. Above what a busy
+  // host writes between two checkpoints (wal-checkpointer.ts): a WAL cut back at every restart is cut
+  // (ftruncate) and grown again (a block allocation per write) on the host's thread several times a
+  // second, each a journal commit of the file system that a request waits behind.
+  db.pragma(`journal_size_limit = ${WAL_KEPT_BYTES}`);
+  // Savepoints (one per record of a group commit) keep what they may roll back in a sub-journal: in
+  // memory, not in a temporary file written on the host's thread once a group passes 64 KiB.
+  db.pragma('temp_store = MEMORY');
   migrate(db);
   return db;
 }

@@ -235,14 +235,15 @@ describe.runIf(mountable && hasDocker)('a command whose changes fail half-way on
     expect(step!.status).toBe('awaiting_consent');
     const done = await executor.approve('half', person);
     expect(done.status).toBe('failed');
-    expect(done.error).toMatchObject({ code: 'STORAGE_FULL', details: { putBack: ['a/b/one.txt'] } });
-    expect(done.error!.message).toContain('nothing was changed: a/b/one.txt was removed again');
+    // Every content is written to a temporary file before any is put in place: c/d's fails first, so none was placed.
+    expect(done.error).toMatchObject({ code: 'STORAGE_FULL', details: { failedPath: 'c/d/two.txt', putBack: [] } });
+    expect(done.error!.message).toMatch(/None of the command's 2 file changes was written/);
     expect(fs.readdirSync(workspace)).toEqual([]);
     expect(executor.previewRevert('half').directories).toEqual([]);
     expect(executor.previewRevert('half').files.every((entry) => entry.state === 'already_restored')).toBe(true);
   }, 180_000);
 
-  it("puts a.txt back when b.txt does not fit, and says nothing was changed (the reviewer's case)", async () => {
+  it("leaves a.txt as it was when b.txt does not fit, and says nothing was changed (the reviewer's case)", async () => {
     const workspace = tmpfs(30);
     const dataDir = path.join(tempDir('data-'), 'data');
     fs.mkdirSync(dataDir);
@@ -258,8 +259,9 @@ describe.runIf(mountable && hasDocker)('a command whose changes fail half-way on
     fillUntilFree(workspace, 1_500_000);
     const done = await executor.approve('abc', person);
     expect(done.status).toBe('failed');
-    expect(done.error).toMatchObject({ code: 'STORAGE_FULL', details: { errno: 'ENOSPC', failedPath: 'b.txt', putBack: ['a.txt'] } });
-    expect(done.error!.message).toContain('nothing was changed: a.txt was put back');
+    // b.txt's content does not fit its temporary file, written before any file is put in place: a.txt was never replaced.
+    expect(done.error).toMatchObject({ code: 'STORAGE_FULL', details: { errno: 'ENOSPC', failedPath: 'b.txt', putBack: [] } });
+    expect(done.error!.message).toMatch(/Nothing was changed.*None of the command's 3 file changes was written/);
     expect(fs.readFileSync(path.join(workspace, 'a.txt'), 'utf8')).toBe('old');
     expect(sha(fs.readFileSync(path.join(workspace, 'b.txt')))).toBe(sha(bBefore));
     expect(fs.existsSync(path.join(workspace, 'c.txt'))).toBe(false);

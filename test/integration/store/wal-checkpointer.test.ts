@@ -5,7 +5,7 @@ import { verifyDataDir } from '../../../src/audit/verify/audit-verifier.js';
 import { FileKeyStore } from '../../../src/audit/keys/key-store.js';
 import { actorFor } from '../../../src/domain/actor.js';
 import { Executor } from '../../../src/executor/executor.js';
-import { giveBackWal, openDatabase } from '../../../src/store/database.js';
+import { giveBackWal, openDatabase, WAL_KEPT_BYTES } from '../../../src/store/database.js';
 import { WalCheckpointer } from '../../../src/store/wal-checkpointer.js';
 import { closeAfter } from '../../helpers/teardown.js';
 import { tempDir, tempSetup } from '../../helpers/temp-dirs.js';
@@ -37,9 +37,9 @@ describe('the host copies the WAL back on a thread of its own, not inside a requ
     let report = await executor.nextWalCheckpoint()!;
     expect(report.walFrames).toBeGreaterThan(0);
     while (report.copiedFrames < report.walFrames) report = await executor.nextWalCheckpoint()!;
-    // All copied: the next commit starts the WAL over (and SQLite trims it to journal_size_limit, 1 MiB).
+    // All copied: the next commit starts the WAL over (and SQLite trims it to journal_size_limit).
     await proposeMany(executor, workspace, 'b', 1);
-    expect(walBytes(dataDir)).toBeLessThanOrEqual(1024 * 1024 + 256 * 1024);
+    expect(walBytes(dataDir)).toBeLessThanOrEqual(WAL_KEPT_BYTES + 256 * 1024);
 
     executor.close();
     expect(walBytes(dataDir)).toBe(0);
