@@ -16,7 +16,7 @@ import { ExecutorError, toErrorShape } from '../../domain/errors.js';
 import { blockingReason, latestBreak } from '../../domain/plan-order.js';
 import { PLAN_BREAKING_STATUSES } from '../../domain/state-machine.js';
 import type { Preview, RunSpan, StepRecord } from '../../domain/step-record.js';
-import { stepHash, type Step } from '../../domain/step.js';
+import { stepHash, stepHashHolds, type Step } from '../../domain/step.js';
 import type { TransitionPatch } from '../../store/step-repository.js';
 import { isNoSpace } from '../../store/storage-errors.js';
 import type { LiveRun } from '../live-runs.js';
@@ -398,12 +398,11 @@ export class ExecutionRoom {
     }
     // An approval not used in time is spent: the step becomes expired, and this run is refused.
     if (this.desk.overdue(record)) throw this.desk.expiredError(this.port.expire(record) ?? record);
-    const currentHash = stepHash(record.step);
-    if (currentHash !== record.approval.stepHash) {
+    if (!stepHashHolds(record.step, record.approval.stepHash)) {
       throw new ExecutorError('STEP_CHANGED', `Step ${stepId} changed after it was approved; it will not run.`, {
         stepId,
         approvedStepHash: record.approval.stepHash,
-        currentStepHash: currentHash,
+        currentStepHash: stepHash(record.step),
       });
     }
     const blocker = this.desk.steps.firstBefore(record.step.planId, record.position, PENDING);
@@ -595,7 +594,7 @@ export class ExecutionRoom {
 
   /** Why an approved step must not run on its approval (and goes back to the person), or null when it may. */
   private approvalDoesNotHold(record: StepRecord, broken: StepRecord | undefined): string | null {
-    if (record.approval && record.approval.stepHash !== stepHash(record.step))
+    if (record.approval && !stepHashHolds(record.step, record.approval.stepHash))
       return 'The step changed after it was approved; look at it again.';
     if (!broken) return null;
     // The person's yes given after the earlier step ended was given knowing it: it holds. The policy's never does.
