@@ -66,11 +66,11 @@ export class ExecutionRoom {
     this.assertRunnable(record);
     // Held on a full data directory: no step starts before its records can be written (fail closed).
     if (this.desk.hold.active) throw this.desk.holdForStorage(this.desk.hold.error(), { stepId, planId: record.step.planId });
-    const lost = await this.contentLostForRun(stepId);
-    if (lost) {
-      if (this.desk.steps.currentStatus(stepId) !== 'approved') return this.desk.steps.get(stepId);
-      return this.failBeforeStart(stepId, actor, contentLostError(stepId, lost, 'run'));
-    }
+    // A large write's content blob is read back and hashed while the run is made ready (the file it replaces read and
+    // hashed): 10 MB read and hashed on the way to the write, not before it starts. Awaited before anything is backed
+    // up, marked running or written (run below); a step that ends before that has it found lost all the same.
+    const contentCheck = this.contentLostForRun(stepId);
+    contentCheck.catch(() => undefined);
     // Asked to run directly (executeStep) on an approval given before an earlier step ended without running: the person decides again.
     // Only the earlier steps that broke the plan are read: a plan of 500 steps is not read whole for each of its steps.
     const broken = latestBreak(this.desk.steps.allBefore(record.step.planId, record.position, PLAN_BREAKING_STATUSES));
@@ -102,7 +102,7 @@ export class ExecutionRoom {
     const timing: RunTiming = { live, start, spanRecorded: false };
     let ran: StepRecord | undefined;
     try {
-      ran = await this.run(record, actor, module, args, ctx, timing);
+      ran = await this.run(record, actor, module, args, ctx, timing, contentCheck);
       return ran;
     } finally {
       // Closed meanwhile: the database is gone; the run's last frame still goes out.
@@ -127,6 +127,7 @@ export class ExecutionRoom {
     args: ReturnType<typeof boundAction>['args'],
     ctx: ActionContext,
     timing: RunTiming,
+    contentCheck: Promise<ContentLost | null>,
   ): Promise<StepRecord> {
     const stepId = record.step.id;
     const startedAt = timing.start.iso;
@@ -169,6 +170,12 @@ export class ExecutionRoom {
           ),
         );
       }
+    }
+    // Its content blob, which stands as the backup of what it writes, checked whole before anything is backed up or written.
+    const lost = await contentCheck;
+    if (lost) {
+      if (this.desk.steps.currentStatus(stepId) !== 'approved') return this.desk.steps.get(stepId);
+      return this.failBeforeStart(stepId, actor, contentLostError(stepId, lost, 'run'));
     }
     let backups;
     try {
