@@ -25,21 +25,8 @@ import { contentKeptAsBlob } from '../store/step-bodies.js';
  * either side shown at most once, with its one-character prefix; none beyond MAX_DIFF_CHARS, where no diff is kept).
  */
 
-/** A step's row and audit records, whatever its action, as executor.db keeps them once checkpointed. */
+/** A step's row and audit records, whatever its action: written to the WAL, then copied at the checkpoint. */
 const ROW_BYTES = 4096;
-/** A frame of the WAL: a database page (SQLite's default size, which executor.db keeps) and its 24-byte header. */
-const WAL_FRAME_BYTES = 4096 + 24;
-/**
- * WAL frames one step's life appends, whatever its action: every transaction (proposed, evaluated, previewed, approved,
- * running, its outcome) writes each page it touched whole (the step's row, its indexes, the audit log's records and
- * tree), so a step with a few hundred bytes of arguments adds about 50-70 frames, 200-280 KB, before a checkpoint can
- * give them back (one that a reader holds back, or that has not come yet). Measured (test/integration/executor/
- * proposal-room-wal.test.ts): an auto-approved write 48-60, a snippet run up to 68; counted as 8 KB it let a plan
- * of small steps past the check on a disk that could not hold their records.
- */
-const WAL_FRAMES_PER_STEP = 80;
-/** What a step's records take on the data directory's disk over its life, whatever its action. */
-const STEP_RECORDS_BYTES = WAL_FRAMES_PER_STEP * WAL_FRAME_BYTES + 2 * ROW_BYTES;
 
 /** The nearest existing folder of a path (the target's own may not exist yet). */
 function existingFolder(file: string): string {
@@ -123,7 +110,7 @@ export function proposalBytes(steps: readonly Step[], dataDir: string, roots: re
   const dataDevice = deviceOf(dataDir);
   let bytes = 0;
   for (const step of steps) {
-    bytes += STEP_RECORDS_BYTES;
+    bytes += 2 * ROW_BYTES;
     if (step.action !== 'writeFile') {
       // A snippet's code, a command line: kept in the row (WAL, then the checkpoint's copy).
       for (const value of Object.values(step.args as Record<string, unknown>)) if (typeof value === 'string') bytes += 2 * value.length;
