@@ -177,50 +177,58 @@ export class ExecutionRoom {
       if (this.desk.steps.currentStatus(stepId) !== 'approved') return this.desk.steps.get(stepId);
       return this.failBeforeStart(stepId, actor, contentLostError(stepId, lost, 'run'));
     }
-    let backups;
+    // The new content starts to its temporary file beside the target now (a write's: prepareAhead), while the backup
+    // and the intent record are written: nothing anyone sees, and taken back unless the step goes on to apply.
+    ready.prepareAhead?.();
+    let running: StepRecord | null = null;
     try {
-      backups = await backupFileChangesYielding(this.desk.blobs, changes, await this.diffsFor(record, changes));
-    } catch (error) {
-      // No backup, no effect. A full data directory holds the step (approved, nothing touched) until there is room again.
-      if (isNoSpace(error) && !this.desk.closed) throw this.desk.holdForStorage(error, { stepId, planId: record.step.planId });
-      // A read-only data directory (or any other failure) fails the step before anything is touched.
-      return this.failBeforeStart(stepId, actor, error);
-    }
-    // The backups are on disk; the requests that came meanwhile go before the step is marked running and
-    // applied (the run's other half of synchronous work: a commit, the writes, a commit).
-    await this.desk.requests.whenClearOfOthers();
-    // The intent record goes in the next group commit (step-desk.ts commits): with other plans' records
-    // of the same turn, in one sync to disk. Nothing is applied before its group is on disk.
-    const intent = this.desk.commits.run(() => {
-      // The host answered requests while it backed up (and until this group): a Cancel, a reject, the stop switch
-      // or a hold on a full disk among them means nothing is applied.
-      if (this.desk.closed || this.desk.paused || this.desk.hold.active || this.desk.steps.currentStatus(stepId) !== 'approved')
-        return null;
-      return this.desk.steps.transition(
-        stepId,
-        'running',
-        actor,
-        { startedAt },
-        {
-          expectFrom: ['approved'],
-          backups,
-          detail: { stepHash: record.stepHash, files: backups.map((b) => ({ path: b.path, preHash: b.preHash, postHash: b.postHash })) },
-        },
-      );
-    });
-    let running: StepRecord | null;
-    try {
-      running = await intent;
-    } catch (error) {
-      // The intent record could not be kept: nothing was applied, and the step waits, approved, for room.
-      if (isNoSpace(error) && !this.desk.closed && this.stillApproved(stepId))
-        throw this.desk.holdForStorage(error, { stepId, planId: record.step.planId });
-      throw error;
-    }
-    if (!running) {
-      if (this.desk.hold.active && !this.desk.closed && this.stillApproved(stepId))
-        throw this.desk.holdForStorage(this.desk.hold.error(), { stepId, planId: record.step.planId });
-      return this.desk.steps.get(stepId);
+      let backups;
+      try {
+        backups = await backupFileChangesYielding(this.desk.blobs, changes, await this.diffsFor(record, changes));
+      } catch (error) {
+        // No backup, no effect. A full data directory holds the step (approved, nothing touched) until there is room again.
+        if (isNoSpace(error) && !this.desk.closed) throw this.desk.holdForStorage(error, { stepId, planId: record.step.planId });
+        // A read-only data directory (or any other failure) fails the step before anything is touched.
+        return this.failBeforeStart(stepId, actor, error);
+      }
+      // The backups are on disk; the requests that came meanwhile go before the step is marked running and
+      // applied (the run's other half of synchronous work: a commit, the writes, a commit).
+      await this.desk.requests.whenClearOfOthers();
+      // The intent record goes in the next group commit (step-desk.ts commits): with other plans' records
+      // of the same turn, in one sync to disk. Nothing is applied before its group is on disk.
+      const intent = this.desk.commits.run(() => {
+        // The host answered requests while it backed up (and until this group): a Cancel, a reject, the stop switch
+        // or a hold on a full disk among them means nothing is applied.
+        if (this.desk.closed || this.desk.paused || this.desk.hold.active || this.desk.steps.currentStatus(stepId) !== 'approved')
+          return null;
+        return this.desk.steps.transition(
+          stepId,
+          'running',
+          actor,
+          { startedAt },
+          {
+            expectFrom: ['approved'],
+            backups,
+            detail: { stepHash: record.stepHash, files: backups.map((b) => ({ path: b.path, preHash: b.preHash, postHash: b.postHash })) },
+          },
+        );
+      });
+      try {
+        running = await intent;
+      } catch (error) {
+        // The intent record could not be kept: nothing was applied, and the step waits, approved, for room.
+        if (isNoSpace(error) && !this.desk.closed && this.stillApproved(stepId))
+          throw this.desk.holdForStorage(error, { stepId, planId: record.step.planId });
+        throw error;
+      }
+      if (!running) {
+        if (this.desk.hold.active && !this.desk.closed && this.stillApproved(stepId))
+          throw this.desk.holdForStorage(this.desk.hold.error(), { stepId, planId: record.step.planId });
+        return this.desk.steps.get(stepId);
+      }
+    } finally {
+      // No backup, no intent record, or taken back meanwhile: its temporary file goes, and nothing was applied.
+      if (running === null) await ready.discardPrepared?.();
     }
     this.desk.emitStep(running);
     // Marked outside the database before any effect: should executor.db lose this record with its WAL, the next open still knows the step ran.
