@@ -15,9 +15,9 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { BlobStore } from '../src/backup/blob-store.js';
 import {
-  applyFileChanges,
   backupFileChangesYielding,
   hashFileChange,
+  prepareFileChangesOffThread,
   previewFileChange,
   readCurrent,
   revertFileChanges,
@@ -137,11 +137,13 @@ try {
     diffLines = preview.diff.split('\n').length;
     mark = performance.now();
     // As the host backs up and writes (execution.ts, write-file.ts): blobs written and fsynced on libuv's pool,
-    // the write itself on this thread, the fsync of its folder on the pool.
+    // and meanwhile the new content to its temporary file beside the target (prepareAhead); once the backups are on
+    // disk, the rename on this thread and the fsync of its folder on the pool. `write` is what is left after the backup.
+    const preparing = prepareFileChangesOffThread([change]);
     rows = await backupFileChangesYielding(blobs, [change], [preview.diff]);
     lap('backup');
     const syncLater = new Set<string>();
-    applyFileChanges([change], undefined, { syncLater });
+    (await preparing).place({ syncLater });
     await syncDirectories(syncLater);
     lap('write');
     timings.pipeline.push(spent);

@@ -73,6 +73,13 @@ export interface ReadyRun {
   preview?: Preview;
   apply(): Promise<Record<string, unknown>>;
   /**
+   * Starts, while the executor backs up and records the intent, the part of `apply` no one sees: a write's new
+   * content to a temporary file beside its target, in a folder that is there already (no folder is made ahead of
+   * the intent record). `apply` places it; when the step does not go on to `apply`, `discardPrepared` takes it back.
+   */
+  prepareAhead?(): void;
+  discardPrepared?(): Promise<void>;
+  /**
    * Set when the run really ran the step (in a sandbox) and it differs from the approved
    * preview: nothing is applied, and the step goes back to the person with this preview and reason.
    */

@@ -1,5 +1,7 @@
 import { readCurrent, type FileChange } from '../backup/file-changes.js';
-import { applyFileChangesOffThread } from '../backup/file-changes.js';
+import fs from 'node:fs';
+import path from 'node:path';
+import { prepareFileChangesOffThread, type PreparedFileChanges } from '../backup/file-changes.js';
 import { contentBytes, knownContentDigest } from '../backup/content-bytes.js';
 import { syncDirectories } from '../fs/atomic-write.js';
 import { unifiedLineDiff } from '../backup/line-diff.js';
@@ -45,15 +47,29 @@ export const writeFile: ActionModule<'writeFile'> = {
   },
   async run(args, ctx) {
     const change = plannedChange(args, ctx);
+    let prepared: Promise<PreparedFileChanges> | undefined;
+    const prepare = () => (prepared ??= prepareFileChangesOffThread([change], ctx.directoryLedger));
     return {
       fileChanges: [change],
+      prepareAhead() {
+        // Beside a target whose folder is there: ahead of the intent record, a write makes no folder (apply does).
+        if (!fs.existsSync(path.dirname(change.absolutePath))) return;
+        // A failure is apply's to report (it awaits the same promise), as when the write starts there.
+        prepare().catch(() => undefined);
+      },
+      async discardPrepared() {
+        const ahead = prepared;
+        prepared = undefined;
+        if (ahead) (await ahead.catch(() => null))?.discard();
+      },
       async apply() {
-        // The content goes to a temporary sibling, written and fsynced on libuv's thread pool; then one
-        // short synchronous stretch checks the path again and renames. The fsync of its folder, which
-        // makes the rename durable, waits on the thread pool too, and the step's outcome is recorded
-        // only once it returned. The host answers requests while the disk works.
+        // The content goes to a temporary sibling, written and fsynced on libuv's thread pool (begun while the
+        // backup and the intent record were written, prepareAhead); then one short synchronous stretch checks
+        // the path again and renames. The fsync of its folder, which makes the rename durable, waits on the
+        // thread pool too, and the step's outcome is recorded only once it returned. The host answers requests
+        // while the disk works.
         const syncLater = new Set<string>();
-        await applyFileChangesOffThread([change], ctx.directoryLedger, { syncLater });
+        (await prepare()).place({ syncLater });
         await syncDirectories(syncLater);
         return { path: args.path, bytesWritten: change.after!.length, created: change.before === null };
       },

@@ -71,12 +71,13 @@ function namedInRecord(blobs: BlobStore, hash: string): string[] {
 
 /**
  * One sweep of the backups folder. `readNamed` reads what rows name (after the listing, so a blob listed and named
- * by a row committed meanwhile is either named there or was put by this process since the sweep began);
+ * by a row committed meanwhile is either named there or was put by this process since the sweep began), and the
+ * dry-run records among them that it has not read itself;
  * `stillOpen` stops the sweep when the host closes.
  */
 export async function collectOrphanBlobs(
   blobs: BlobStore,
-  readNamed: () => NamedBlobs,
+  readNamed: () => NamedBlobs | Promise<NamedBlobs>,
   options: OrphanSweepOptions & { stillOpen?: () => boolean },
 ): Promise<OrphanSweepOutcome> {
   const stillOpen = options.stillOpen ?? (() => true);
@@ -95,7 +96,9 @@ export async function collectOrphanBlobs(
     }
   }
   if (!stillOpen()) return outcome;
-  const { named, dryRunRecords } = readNamed();
+  // Read on a thread of its own by the host (orphan-sweeps.ts): megabytes of previews' JSON walked, records read.
+  const { named, dryRunRecords } = await readNamed();
+  if (!stillOpen()) return outcome;
   for (const record of dryRunRecords) for (const hash of namedInRecord(blobs, record)) named.add(hash);
   let looked = 0;
   for (const { hash, file } of candidates) {

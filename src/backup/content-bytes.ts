@@ -1,3 +1,4 @@
+import { rememberTextDigest } from '../domain/text-digest.js';
 import { sha256Of } from './blob-store.js';
 
 /**
@@ -102,8 +103,23 @@ export function hashedContent(content: string, encoding: ContentEncoding, bytes?
   }
   const found = kept[encoding].get(content);
   if (found?.sha256) return { bytes: bytes ?? copyFor(found.bytes), sha256: found.sha256 };
-  const own = found?.bytes ?? (bytes ? Buffer.from(bytes) : Buffer.from(content, encoding));
+  const own = found?.bytes ?? (bytes && bytes !== NO_COPY ? Buffer.from(bytes) : Buffer.from(content, encoding));
   const sha256 = sha256Of(own);
   keep(content, encoding, { bytes: own, sha256 });
+  // The same digest binds the step's hash and its audit summary (text-digest.ts): the text's UTF-8 is these very bytes.
+  if (encoding === 'utf8') rememberTextDigest(content, sha256, own.length);
   return { bytes: bytes ?? copyFor(own), sha256 };
+}
+
+/** Given as `bytes` by hashedContentToStore: nothing to copy in, nor a copy to hand out (it takes the kept bytes). */
+const NO_COPY = Buffer.alloc(0);
+
+/**
+ * The content's kept bytes themselves (no copy) and their sha256, for the one caller that only reads them: its blob's
+ * write (step-contents.ts), which makes and hashes them first. A 10 MB copy per proposal saved; never handed to a preview.
+ */
+export function hashedContentToStore(content: string, encoding: ContentEncoding): { bytes: Buffer; sha256: string } {
+  if (content.length < KEPT_FROM_CHARS) return hashedContent(content, encoding);
+  const { sha256 } = hashedContent(content, encoding, NO_COPY);
+  return { bytes: kept[encoding].get(content)?.bytes ?? Buffer.from(content, encoding), sha256 };
 }

@@ -352,6 +352,24 @@ export async function applyFileChangesOffThread(
   ledger?: DirectoryLedger,
   options: { syncLater?: Set<string>; beforePlacing?: () => void } = {},
 ): Promise<void> {
+  (await prepareFileChangesOffThread(changes, ledger)).place(options);
+}
+
+/** applyFileChangesOffThread's first half, done: every new content whole in its temporary sibling, fsynced. */
+export interface PreparedFileChanges {
+  /** The second half: the one synchronous pass that checks every target again and puts each change in place. */
+  place(options?: { syncLater?: Set<string>; beforePlacing?: () => void }): void;
+  /** Takes every temporary file (and folder made for it) back; after place, or twice, does nothing. */
+  discard(): void;
+}
+
+/**
+ * applyFileChangesOffThread's first half: every new content to a temporary sibling of its target, written whole
+ * and fsynced on libuv's thread pool, no target touched. A failure removes every temporary file and new folder.
+ * A caller may start it before the step is marked running (the backup and the intent record are written
+ * meanwhile), and then either place it or discard it.
+ */
+export async function prepareFileChangesOffThread(changes: FileChange[], ledger?: DirectoryLedger): Promise<PreparedFileChanges> {
   for (const change of changes) assertPlainTarget(change.absolutePath);
   const umask = workspaceUmask();
   const { createdHere, tracking } = trackCreated(ledger);
@@ -369,29 +387,35 @@ export async function applyFileChangesOffThread(
     discardAll();
     throw error;
   }
-  // From here to the end, one synchronous stretch: nothing else on this thread sees the changes half made.
-  try {
-    for (const change of changes) assertPlainTarget(change.absolutePath);
-    options.beforePlacing?.();
-    assertUnchangedSinceRead(changes);
-  } catch (error) {
-    discardAll();
-    throw error;
-  }
-  const applied: FileChange[] = [];
-  for (const change of changes) {
+  let placed = false;
+  const place = (options: { syncLater?: Set<string>; beforePlacing?: () => void } = {}) => {
+    if (placed) throw new Error('these prepared changes were placed already');
+    placed = true;
+    // From here to the end, one synchronous stretch: nothing else on this thread sees the changes half made.
     try {
-      const write = prepared.get(change);
-      if (write === undefined) removeFileNoFollow(change.absolutePath);
-      else placePreparedWrite(write, options.syncLater);
+      for (const change of changes) assertPlainTarget(change.absolutePath);
+      options.beforePlacing?.();
+      assertUnchangedSinceRead(changes);
     } catch (error) {
       discardAll();
-      if (options.syncLater) for (const dir of options.syncLater) fsyncDirectoryQuietly(dir);
-      options.syncLater?.clear();
-      throw undoApplied(applied, createdHere, ledger, change, error);
+      throw error;
     }
-    applied.push(change);
-  }
+    const applied: FileChange[] = [];
+    for (const change of changes) {
+      try {
+        const write = prepared.get(change);
+        if (write === undefined) removeFileNoFollow(change.absolutePath);
+        else placePreparedWrite(write, options.syncLater);
+      } catch (error) {
+        discardAll();
+        if (options.syncLater) for (const dir of options.syncLater) fsyncDirectoryQuietly(dir);
+        options.syncLater?.clear();
+        throw undoApplied(applied, createdHere, ledger, change, error);
+      }
+      applied.push(change);
+    }
+  };
+  return { place, discard: discardAll };
 }
 
 function fsyncDirectoryQuietly(dir: string): void {

@@ -1,7 +1,7 @@
 import type { Step } from '../domain/step.js';
-import { contentAsBlob } from '../store/step-bodies.js';
+import { contentKeptAsBlob } from '../store/step-bodies.js';
 import type { BlobLease, BlobStore } from './blob-store.js';
-import { hashedContent } from './content-bytes.js';
+import { hashedContentToStore } from './content-bytes.js';
 
 /**
  * Stores each large write's content as a backup blob before its step is stored (step-bodies.ts): the blob its
@@ -14,10 +14,10 @@ import { hashedContent } from './content-bytes.js';
 export async function storeStepContents(blobs: BlobStore, steps: readonly Step[], lease?: BlobLease): Promise<Map<string, string>> {
   const stored = new Map<string, string>();
   for (const step of steps) {
-    const bytes = contentAsBlob(step);
-    if (bytes === null || step.action !== 'writeFile') continue;
-    // Hashed once here for the blob's name; the preview and the run of the same content take these bytes and this hash (content-bytes.ts).
-    const content = hashedContent(step.args.content, step.args.encoding ?? 'utf8', bytes);
+    if (!contentKeptAsBlob(step) || step.action !== 'writeFile') continue;
+    // Made and hashed once here for the blob's name; the preview and the run of the same content take copies of these
+    // bytes and this hash (content-bytes.ts), and the step's hash and audit summary take the hash (text-digest.ts).
+    const content = hashedContentToStore(step.args.content, step.args.encoding ?? 'utf8');
     // Leased before it is written: the collector of orphans must not take it before the row naming it commits.
     lease?.add(content.sha256);
     stored.set(step.id, await blobs.putAsync(content.bytes, content.sha256));

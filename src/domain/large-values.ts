@@ -1,4 +1,4 @@
-import { sha256Hex } from './canonical-json.js';
+import { textDigest } from './text-digest.js';
 
 export const MAX_INLINE_STRING = 4096;
 
@@ -8,7 +8,10 @@ export const MAX_INLINE_STRING = 4096;
  */
 export function summarizeLargeValues(value: unknown, maxChars = MAX_INLINE_STRING): unknown {
   if (typeof value === 'string') {
-    return value.length > maxChars ? `sha256:${sha256Hex(value)} (${Buffer.byteLength(value)} bytes)` : value;
+    if (value.length <= maxChars) return value;
+    // A write's content was hashed already for its step's hash and its blob's name: that digest is reused (text-digest.ts).
+    const digest = textDigest(value);
+    return `sha256:${digest.sha256} (${digest.bytes} bytes)`;
   }
   if (Array.isArray(value)) return value.map((item) => summarizeLargeValues(item, maxChars));
   if (value !== null && typeof value === 'object') {

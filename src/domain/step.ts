@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { canonicalJson, sha256Hex } from './canonical-json.js';
+import { wellFormed } from './json-limits.js';
+import { DIGEST_KEPT_FROM_CHARS, textDigest } from './text-digest.js';
 import { SkillNameSchema } from './skill.js';
 import { MAX_CONTENT_BYTES } from './step-limits.js';
 import { trimPlainSpace } from './visible-text.js';
@@ -206,14 +208,38 @@ export const PlanInputSchema = z.strictObject({
 const stepHashes = new WeakMap<Step, string>();
 
 /**
+ * What the step's hash is taken over. A long write's content is bound by its sha256 (of its UTF-8), under a key no
+ * step's own form has (`contentSha256` beside id, plan, action, args and meta): canonicalizing 10 MB of text only to
+ * hash it cost more than hashing it, and the same digest names its blob and its audit summary (text-digest.ts), so it
+ * is computed once. Only a well-formed text: its UTF-8 is then one-to-one with it (a lone surrogate would become
+ * U+FFFD, and two different texts one digest), and a text that is not keeps the whole form.
+ */
+function hashedForm(step: Step): unknown {
+  const whole = { id: step.id, planId: step.planId, action: step.action, args: step.args, meta: step.meta };
+  if (step.action !== 'writeFile' || step.args.content.length < DIGEST_KEPT_FROM_CHARS || !wellFormed(step.args.content)) return whole;
+  const { content, ...args } = step.args;
+  return { ...whole, args, contentSha256: textDigest(content).sha256 };
+}
+
+/**
  * The hash consent binds to: any change to id, plan, action, args or meta changes it. Memoized per
- * step object (steps are never mutated): canonicalizing a 10 MB writeFile costs ~150 ms each time.
+ * step object (steps are never mutated).
  */
 export function stepHash(step: Step): string {
   let hash = stepHashes.get(step);
   if (hash === undefined) {
-    hash = sha256Hex(canonicalJson({ id: step.id, planId: step.planId, action: step.action, args: step.args, meta: step.meta }));
+    hash = sha256Hex(canonicalJson(hashedForm(step)));
     stepHashes.set(step, hash);
   }
   return hash;
+}
+
+/**
+ * Whether `hash` is this step's: its hash now, or the hash a long write had before its content was bound by digest
+ * (the whole content made canonical), which approvals given before that change name. Both bind the same step.
+ */
+export function stepHashHolds(step: Step, hash: string): boolean {
+  if (stepHash(step) === hash) return true;
+  if (step.action !== 'writeFile' || step.args.content.length < DIGEST_KEPT_FROM_CHARS) return false;
+  return sha256Hex(canonicalJson({ id: step.id, planId: step.planId, action: step.action, args: step.args, meta: step.meta })) === hash;
 }

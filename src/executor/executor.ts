@@ -259,6 +259,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       const executor = new Executor(resolved, lock, db, policy, auditLog, keyStore, options, reserve);
       executor.watch = watch;
       executor.desk.watchLost = () => watch.lost !== null;
+      executor.desk.databaseIdentity = () => watch.databaseIdentity;
       executor.desk.guardDataDir = () => watch.assertHere();
       watch.onLost((error) => executor.stopForLostDataDir(error));
       executor.desk.db.transaction(() => {

@@ -1,6 +1,8 @@
 import { collectOrphanBlobs, type OrphanSweepOutcome } from '../backup/blob-collector.js';
 import { toErrorShape } from '../domain/errors.js';
-import { blobsNamedByRows } from '../store/blob-references.js';
+import path from 'node:path';
+import { blobsNamedByRows, blobsNamedByRowsOffThread, type NamedBlobs } from '../store/blob-references.js';
+import { DATABASE_FILE } from '../store/database.js';
 import type { StepDesk } from './step-desk.js';
 
 /** How a host collects orphan blobs (src/backup/blob-collector.ts): once soon after it opens, then every `everyMs`. */
@@ -17,6 +19,8 @@ export const HOST_ORPHAN_SWEEPS: OrphanSweepSchedule = { everyMs: 6 * 3600 * 100
 export class OrphanSweeps {
   private running: Promise<OrphanSweepOutcome> | null = null;
   private timers: NodeJS.Timeout[] = [];
+  /** Stops a read under way on its thread when the host closes (its connection must not outlive the host's). */
+  private readonly closing = new AbortController();
 
   constructor(
     private readonly desk: StepDesk,
@@ -40,7 +44,7 @@ export class OrphanSweeps {
   private async sweepOnce(graceMs: number): Promise<OrphanSweepOutcome> {
     const { desk } = this;
     try {
-      const outcome = await collectOrphanBlobs(desk.blobs, () => blobsNamedByRows(desk.db), {
+      const outcome = await collectOrphanBlobs(desk.blobs, () => this.readNamed(), {
         graceMs,
         hostStartedAtMs: desk.blobs.createdAtMs,
         stillOpen: () => !desk.closed && !desk.watchLost(),
@@ -57,8 +61,24 @@ export class OrphanSweeps {
     }
   }
 
+  /**
+   * What the rows name, read on a thread of its own over the database file the host opened (its identity, from the
+   * data directory's watch); on the host's thread only where there is no watch to say which file that is.
+   */
+  private async readNamed(): Promise<NamedBlobs> {
+    const { desk } = this;
+    const identity = desk.databaseIdentity();
+    if (identity === null) return blobsNamedByRows(desk.db);
+    const named = await blobsNamedByRowsOffThread(
+      { file: path.join(desk.dataDir, DATABASE_FILE), identity, blobsDir: desk.blobs.folder },
+      this.closing.signal,
+    );
+    return { named, dryRunRecords: [] };
+  }
+
   close(): void {
     for (const timer of this.timers) clearTimeout(timer);
     this.timers = [];
+    this.closing.abort();
   }
 }

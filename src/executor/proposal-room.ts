@@ -6,7 +6,7 @@ import type { Step } from '../domain/step.js';
 import { formatBytes, freeBytesAt } from '../fs/free-space.js';
 import { MAX_DIFF_CHARS } from '../backup/line-diff.js';
 import { guardPath } from '../policy/path-guard.js';
-import { contentAsBlob } from '../store/step-bodies.js';
+import { contentKeptAsBlob } from '../store/step-bodies.js';
 
 /*
  * The room a proposal needs on the data directory's disk, counted as it will really be written, and refused before
@@ -120,7 +120,7 @@ export function proposalBytes(steps: readonly Step[], dataDir: string, roots: re
     const verdict = guardPath(step.args.path, roots, dataDir);
     const target = verdict.ok ? verdict.realPath : null;
     // A large content is its own blob, once; a small one goes through the WAL and the checkpoint, then to its blob at the run.
-    bytes += contentAsBlob(step) !== null ? written : 3 * written;
+    bytes += contentKeptAsBlob(step) ? written : 3 * written;
     const replaced = replacedBytes(target);
     bytes += replaced;
     // Binary on either side: no diff is made.

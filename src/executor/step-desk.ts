@@ -376,6 +376,8 @@ export class StepDesk {
 
   /** Whether the data directory was found gone (set by the facade; the audit log's guard refuses every record then). */
   watchLost: () => boolean = () => false;
+  /** The database file as the host opened it (device, inode; set by Executor.open), or null: what another connection must open. */
+  databaseIdentity: () => { dev: number; ino: number } | null = () => null;
   /** Throws DATA_DIR_LOST once the data directory is not the one opened (set by Executor.open): before anything is written there by name. */
   guardDataDir: () => void = () => undefined;
 

@@ -88,7 +88,8 @@ export async function readRegularFile(absolutePath: string, options: RegularFile
     const chunks: Buffer[] = [];
     let length = 0;
     for (let size = firstChunkBytes(stat.size, options.maxBytes); ; size = nextChunkBytes(length, options.maxBytes)) {
-      const chunk = Buffer.alloc(size);
+      // Not zero-filled first (5 ms for 10 MB): only the bytes the read filled are handed out.
+      const chunk = Buffer.allocUnsafe(size);
       const { bytesRead } = await handle.read(chunk, 0, size, length);
       if (bytesRead === 0) break;
       chunks.push(chunk.subarray(0, bytesRead));
@@ -119,7 +120,8 @@ export function readRegularFileSync(absolutePath: string, options: RegularFileRe
     const chunks: Buffer[] = [];
     let length = 0;
     for (let size = firstChunkBytes(stat.size, options.maxBytes); ; size = nextChunkBytes(length, options.maxBytes)) {
-      const chunk = Buffer.alloc(size);
+      // Not zero-filled first (5 ms for 10 MB): only the bytes the read filled are handed out.
+      const chunk = Buffer.allocUnsafe(size);
       const bytesRead = fs.readSync(fd, chunk, 0, size, length);
       if (bytesRead === 0) break;
       chunks.push(chunk.subarray(0, bytesRead));

@@ -62,6 +62,11 @@ export class DataDirWatch {
     }
   }
 
+  /** The database file as it was opened (device and inode): a second connection checks it opens that very file. */
+  get databaseIdentity(): FileIdentity {
+    return this.opened.get(DATABASE_FILE)!;
+  }
+
   /** The DATA_DIR_LOST error once the directory was found gone or replaced; null while it is where it was. */
   get lost(): ExecutorError | null {
     return this.lostError;

@@ -42,16 +42,15 @@ export function rowJsonOf(step: Step): string {
 }
 
 /**
- * The bytes a large write's content is kept as (a backup blob), or null when it stays in the database: not a
- * write, small, or text that its UTF-8 bytes would not give back exactly (a lone surrogate). Base64 content is
+ * Whether a large write's content is kept as a backup blob (its bytes, content-bytes.ts), or stays in the database (false): not a
+ * write, small, or text whose UTF-8 bytes would not give it back exactly (a lone surrogate). Base64 content is
  * canonical (the schema's isStrictBase64), so its bytes give it back.
  */
-export function contentAsBlob(step: Step): Buffer | null {
-  if (step.action !== 'writeFile') return null;
+export function contentKeptAsBlob(step: Step): boolean {
+  if (step.action !== 'writeFile') return false;
   const { content, encoding } = step.args;
-  if (content.length <= BODY_APART_CHARS) return null;
-  if (encoding === 'base64') return Buffer.from(content, 'base64');
-  return wellFormed(content) ? Buffer.from(content, 'utf8') : null;
+  if (content.length <= BODY_APART_CHARS) return false;
+  return encoding === 'base64' || wellFormed(content);
 }
 
 const byCodeUnits = ([a]: [string, unknown], [b]: [string, unknown]) => (a < b ? -1 : a > b ? 1 : 0);

@@ -347,6 +347,14 @@ export class StepRepository {
     return Buffer.isBuffer(read) ? read.toString(base64 ? 'base64' : 'utf8') : { blob: hash, why: read };
   }
 
+  /** The paths (as the steps give them) of the writes approved and not yet run: read from their rows, never their contents. */
+  approvedWritePaths(): string[] {
+    const rows = this.statement(
+      "SELECT json_extract(step_json, '$.args.path') AS path FROM steps WHERE status = 'approved' AND action = 'writeFile'",
+    ).all() as { path: unknown }[];
+    return rows.flatMap((row) => (typeof row.path === 'string' ? [row.path] : []));
+  }
+
   /** The blob a large write's content is kept in (step-bodies.ts), or null when the step keeps its content in the database. */
   contentBlobOf(stepId: string): string | null {
     const row = this.statement('SELECT content_blob FROM step_bodies WHERE step_id = ?').get(stepId) as

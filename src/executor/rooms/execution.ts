@@ -16,7 +16,7 @@ import { ExecutorError, toErrorShape } from '../../domain/errors.js';
 import { blockingReason, latestBreak } from '../../domain/plan-order.js';
 import { PLAN_BREAKING_STATUSES } from '../../domain/state-machine.js';
 import type { Preview, RunSpan, StepRecord } from '../../domain/step-record.js';
-import { stepHash, type Step } from '../../domain/step.js';
+import { stepHash, stepHashHolds, type Step } from '../../domain/step.js';
 import type { TransitionPatch } from '../../store/step-repository.js';
 import { isNoSpace } from '../../store/storage-errors.js';
 import type { LiveRun } from '../live-runs.js';
@@ -66,11 +66,11 @@ export class ExecutionRoom {
     this.assertRunnable(record);
     // Held on a full data directory: no step starts before its records can be written (fail closed).
     if (this.desk.hold.active) throw this.desk.holdForStorage(this.desk.hold.error(), { stepId, planId: record.step.planId });
-    const lost = await this.contentLostForRun(stepId);
-    if (lost) {
-      if (this.desk.steps.currentStatus(stepId) !== 'approved') return this.desk.steps.get(stepId);
-      return this.failBeforeStart(stepId, actor, contentLostError(stepId, lost, 'run'));
-    }
+    // A large write's content blob is read back and hashed while the run is made ready (the file it replaces read and
+    // hashed): 10 MB read and hashed on the way to the write, not before it starts. Awaited before anything is backed
+    // up, marked running or written (run below); a step that ends before that has it found lost all the same.
+    const contentCheck = this.contentLostForRun(stepId);
+    contentCheck.catch(() => undefined);
     // Asked to run directly (executeStep) on an approval given before an earlier step ended without running: the person decides again.
     // Only the earlier steps that broke the plan are read: a plan of 500 steps is not read whole for each of its steps.
     const broken = latestBreak(this.desk.steps.allBefore(record.step.planId, record.position, PLAN_BREAKING_STATUSES));
@@ -102,7 +102,7 @@ export class ExecutionRoom {
     const timing: RunTiming = { live, start, spanRecorded: false };
     let ran: StepRecord | undefined;
     try {
-      ran = await this.run(record, actor, module, args, ctx, timing);
+      ran = await this.run(record, actor, module, args, ctx, timing, contentCheck);
       return ran;
     } finally {
       // Closed meanwhile: the database is gone; the run's last frame still goes out.
@@ -127,6 +127,7 @@ export class ExecutionRoom {
     args: ReturnType<typeof boundAction>['args'],
     ctx: ActionContext,
     timing: RunTiming,
+    contentCheck: Promise<ContentLost | null>,
   ): Promise<StepRecord> {
     const stepId = record.step.id;
     const startedAt = timing.start.iso;
@@ -170,50 +171,64 @@ export class ExecutionRoom {
         );
       }
     }
-    let backups;
-    try {
-      backups = await backupFileChangesYielding(this.desk.blobs, changes, await this.diffsFor(record, changes));
-    } catch (error) {
-      // No backup, no effect. A full data directory holds the step (approved, nothing touched) until there is room again.
-      if (isNoSpace(error) && !this.desk.closed) throw this.desk.holdForStorage(error, { stepId, planId: record.step.planId });
-      // A read-only data directory (or any other failure) fails the step before anything is touched.
-      return this.failBeforeStart(stepId, actor, error);
+    // Its content blob, which stands as the backup of what it writes, checked whole before anything is backed up or written.
+    const lost = await contentCheck;
+    if (lost) {
+      if (this.desk.steps.currentStatus(stepId) !== 'approved') return this.desk.steps.get(stepId);
+      return this.failBeforeStart(stepId, actor, contentLostError(stepId, lost, 'run'));
     }
-    // The backups are on disk; the requests that came meanwhile go before the step is marked running and
-    // applied (the run's other half of synchronous work: a commit, the writes, a commit).
-    await this.desk.requests.whenClearOfOthers();
-    // The intent record goes in the next group commit (step-desk.ts commits): with other plans' records
-    // of the same turn, in one sync to disk. Nothing is applied before its group is on disk.
-    const intent = this.desk.commits.run(() => {
-      // The host answered requests while it backed up (and until this group): a Cancel, a reject, the stop switch
-      // or a hold on a full disk among them means nothing is applied.
-      if (this.desk.closed || this.desk.paused || this.desk.hold.active || this.desk.steps.currentStatus(stepId) !== 'approved')
-        return null;
-      return this.desk.steps.transition(
-        stepId,
-        'running',
-        actor,
-        { startedAt },
-        {
-          expectFrom: ['approved'],
-          backups,
-          detail: { stepHash: record.stepHash, files: backups.map((b) => ({ path: b.path, preHash: b.preHash, postHash: b.postHash })) },
-        },
-      );
-    });
-    let running: StepRecord | null;
+    // The new content starts to its temporary file beside the target now (a write's: prepareAhead), while the backup
+    // and the intent record are written: nothing anyone sees, and taken back unless the step goes on to apply.
+    ready.prepareAhead?.();
+    let running: StepRecord | null = null;
     try {
-      running = await intent;
-    } catch (error) {
-      // The intent record could not be kept: nothing was applied, and the step waits, approved, for room.
-      if (isNoSpace(error) && !this.desk.closed && this.stillApproved(stepId))
-        throw this.desk.holdForStorage(error, { stepId, planId: record.step.planId });
-      throw error;
-    }
-    if (!running) {
-      if (this.desk.hold.active && !this.desk.closed && this.stillApproved(stepId))
-        throw this.desk.holdForStorage(this.desk.hold.error(), { stepId, planId: record.step.planId });
-      return this.desk.steps.get(stepId);
+      let backups;
+      try {
+        backups = await backupFileChangesYielding(this.desk.blobs, changes, await this.diffsFor(record, changes));
+      } catch (error) {
+        // No backup, no effect. A full data directory holds the step (approved, nothing touched) until there is room again.
+        if (isNoSpace(error) && !this.desk.closed) throw this.desk.holdForStorage(error, { stepId, planId: record.step.planId });
+        // A read-only data directory (or any other failure) fails the step before anything is touched.
+        return this.failBeforeStart(stepId, actor, error);
+      }
+      // The backups are on disk; the requests that came meanwhile go before the step is marked running and
+      // applied (the run's other half of synchronous work: a commit, the writes, a commit).
+      await this.desk.requests.whenClearOfOthers();
+      // The intent record goes in the next group commit (step-desk.ts commits): with other plans' records
+      // of the same turn, in one sync to disk. Nothing is applied before its group is on disk.
+      const intent = this.desk.commits.run(() => {
+        // The host answered requests while it backed up (and until this group): a Cancel, a reject, the stop switch
+        // or a hold on a full disk among them means nothing is applied.
+        if (this.desk.closed || this.desk.paused || this.desk.hold.active || this.desk.steps.currentStatus(stepId) !== 'approved')
+          return null;
+        return this.desk.steps.transition(
+          stepId,
+          'running',
+          actor,
+          { startedAt },
+          {
+            expectFrom: ['approved'],
+            backups,
+            detail: { stepHash: record.stepHash, files: backups.map((b) => ({ path: b.path, preHash: b.preHash, postHash: b.postHash })) },
+          },
+        );
+      });
+      try {
+        running = await intent;
+      } catch (error) {
+        // The intent record could not be kept: nothing was applied, and the step waits, approved, for room.
+        if (isNoSpace(error) && !this.desk.closed && this.stillApproved(stepId))
+          throw this.desk.holdForStorage(error, { stepId, planId: record.step.planId });
+        throw error;
+      }
+      if (!running) {
+        if (this.desk.hold.active && !this.desk.closed && this.stillApproved(stepId))
+          throw this.desk.holdForStorage(this.desk.hold.error(), { stepId, planId: record.step.planId });
+        return this.desk.steps.get(stepId);
+      }
+    } finally {
+      // No backup, no intent record, or taken back meanwhile: its temporary file goes, and nothing was applied.
+      if (running === null) await ready.discardPrepared?.();
     }
     this.desk.emitStep(running);
     // Marked outside the database before any effect: should executor.db lose this record with its WAL, the next open still knows the step ran.
@@ -398,12 +413,11 @@ export class ExecutionRoom {
     }
     // An approval not used in time is spent: the step becomes expired, and this run is refused.
     if (this.desk.overdue(record)) throw this.desk.expiredError(this.port.expire(record) ?? record);
-    const currentHash = stepHash(record.step);
-    if (currentHash !== record.approval.stepHash) {
+    if (!stepHashHolds(record.step, record.approval.stepHash)) {
       throw new ExecutorError('STEP_CHANGED', `Step ${stepId} changed after it was approved; it will not run.`, {
         stepId,
         approvedStepHash: record.approval.stepHash,
-        currentStepHash: currentHash,
+        currentStepHash: stepHash(record.step),
       });
     }
     const blocker = this.desk.steps.firstBefore(record.step.planId, record.position, PENDING);
@@ -595,7 +609,7 @@ export class ExecutionRoom {
 
   /** Why an approved step must not run on its approval (and goes back to the person), or null when it may. */
   private approvalDoesNotHold(record: StepRecord, broken: StepRecord | undefined): string | null {
-    if (record.approval && record.approval.stepHash !== stepHash(record.step))
+    if (record.approval && !stepHashHolds(record.step, record.approval.stepHash))
       return 'The step changed after it was approved; look at it again.';
     if (!broken) return null;
     // The person's yes given after the earlier step ended was given knowing it: it holds. The policy's never does.

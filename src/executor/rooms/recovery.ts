@@ -56,6 +56,12 @@ export class RecoveryRoom {
         { detail: { recoveredAtStart: true, removedTempFiles: leftovers } },
       );
     }
+    // A write's new content goes to its temporary file while its backup and intent record are written (prepareAhead):
+    // a host stopped before its intent record left that file beside a target it never touched, the step still approved.
+    for (const requested of this.desk.steps.approvedWritePaths()) {
+      const verdict = guardPath(requested, this.desk.policy.workspaceRoots, this.desk.dataDir);
+      if (verdict.ok) removeStaleTempFiles(verdict.realPath);
+    }
     this.endPlansNotStoredWhole();
     this.port.sweepExpired();
     if (!resume) return;
