@@ -221,6 +221,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.skills = new SkillsRoom(this.desk);
     this.stopSwitch = new StopSwitch(this.desk, {
       disableSkills: (actor) => this.skills.disableAllForPause(actor),
+      stopSkillChecks: (actor) => this.skills.stopChecksForPause(actor),
       stopRunForPause: (live, actor) => this.decisions.stopRunForPause(live, actor),
       schedulePreview: (planId, actor) => this.proposals.schedulePreview(planId, actor),
       sweepExpired: () => this.expiry.sweepExpired(),
@@ -857,6 +858,10 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
   rollbackSkill(skillId: string, actor: Actor): SkillRecord {
     return this.skills.rollback(skillId, actor);
+  }
+  /** A draft whose check the stop switch stopped, checked again (quarantine and validation) from its first example. */
+  recheckSkill(skillId: string, actor: Actor): Promise<SkillRecord> {
+    return this.skills.recheck(skillId, actor);
   }
   disableSkill(skillId: string, actor: Actor, reason: string): SkillRecord {
     return this.skills.disable(skillId, actor, reason);

@@ -269,14 +269,14 @@ describe('skills: the pipeline on a real executor', () => {
     expect(hanging.exampleResults).toHaveLength(1);
   });
 
-  it('a proposal in quarantine when the stop switch comes does not come out of it waiting for approval', async () => {
+  it('a proposal in quarantine when the stop switch comes does not come out of it waiting for approval: it waits in draft, stopped', async () => {
     const { executor } = openExecutor();
     const slow = 'const until = Date.now() + 400; while (Date.now() < until) {} return { words: 1 };';
     const proposing = executor.proposeSkill(wordCount({ code: slow, budget: { timeMs: 3000, calls: 0 } }), agent);
     await expect.poll(() => executor.listSkills().map((skill) => skill.state), { timeout: 4000 }).toEqual(['quarantine']);
     await executor.pause(person, 'stop');
     const skill = await proposing;
-    expect(skill.state).toBe('rejected');
-    expect(skill.reason).toMatch(/stopped all agents/);
+    expect(skill.state).toBe('draft');
+    expect(skill.reason).toMatch(/^stopped by the stop switch/);
   });
 });

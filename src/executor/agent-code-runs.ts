@@ -1,0 +1,41 @@
+/**
+ * Agent code under way that is no step's live run (live-runs.ts): a skill's quarantine examples, and
+ * a dry run asked for by name (`simulate`). Nothing shows these in a window and no Cancel reaches
+ * them, but the stop switch must: each runs with a signal that `stopAll` aborts, and `stopAll`
+ * answers once each has settled (the sandbox has sent its worker SIGKILL, or removed its container,
+ * before its run settles).
+ */
+export class AgentCodeRuns {
+  private readonly runs = new Map<AbortController, Promise<unknown>>();
+
+  /** Runs `work` with a signal the stop switch aborts; answers what it answers. */
+  async run<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const controller = new AbortController();
+    const running = work(controller.signal);
+    this.runs.set(controller, running);
+    try {
+      return await running;
+    } finally {
+      this.runs.delete(controller);
+    }
+  }
+
+  get size(): number {
+    return this.runs.size;
+  }
+
+  /** Aborts every run under way; resolves once each has settled, or after `waitMs` for any that has not. */
+  async stopAll(waitMs: number): Promise<void> {
+    const running = [...this.runs.entries()];
+    for (const [controller] of running) controller.abort();
+    if (running.length === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled(running.map(([, settled]) => settled)),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, waitMs);
+      }),
+    ]);
+    clearTimeout(timer);
+  }
+}

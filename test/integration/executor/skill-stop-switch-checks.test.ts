@@ -1,0 +1,106 @@
+import Database from 'better-sqlite3';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { actorFor } from '../../../src/domain/actor.js';
+import { forkChild, type SpawnChild } from '../../../src/sandbox/light/spawn-child.js';
+import { openExecutor } from '../../helpers/open-executor.js';
+
+const person = actorFor('cli');
+const agent = { ...actorFor('mcp', 'test-agent'), agent: 'agent-1' };
+
+/** The real spawner, telling which worker processes were handed code to run. */
+function watchedSpawn(): { spawnChild: SpawnChild; runningPids: number[] } {
+  const runningPids: number[] = [];
+  const spawnChild: SpawnChild = (launch) => {
+    const child = forkChild(launch);
+    return {
+      ...child,
+      pid: child.pid,
+      send(message) {
+        if ((message as { t?: string }).t === 'run' && child.pid !== undefined) runningPids.push(child.pid);
+        child.send(message);
+      },
+    };
+  };
+  return { spawnChild, runningPids };
+}
+
+function processGone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
+function auditOf(dataDir: string, kind: string): Record<string, unknown>[] {
+  const db = new Database(path.join(dataDir, 'executor.db'), { readonly: true });
+  try {
+    return (db.prepare('SELECT body FROM audit_records ORDER BY seq').all() as { body: Buffer | string }[])
+      .map((row) => JSON.parse(String(row.body)) as { action: string; args: Record<string, unknown> })
+      .filter((record) => record.action === kind)
+      .map((record) => record.args);
+  } finally {
+    db.close();
+  }
+}
+
+/** Spins its whole budget on "spin"; behaves otherwise. */
+function spinner(examples: { text: string }[]) {
+  return {
+    name: 'spin_check',
+    purpose: 'spin when asked',
+    code: 'if (input.text === "spin") { for (;;) {} } return { words: 1 };',
+    inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
+    outputSchema: { type: 'object', properties: { words: { type: 'integer' } }, required: ['words'] },
+    budget: { timeMs: 5000, calls: 0 },
+    examples,
+  };
+}
+
+describe('the stop switch and a skill being checked', () => {
+  it('kills the example running in quarantine at once and leaves the skill in draft, saying it was stopped, with nothing judged', async () => {
+    const { spawnChild, runningPids } = watchedSpawn();
+    const { executor, dataDir } = openExecutor({ lightSandbox: { warmWorkers: 0 } }, { spawnChild });
+    const proposing = executor.proposeSkill(spinner([{ text: 'a' }, { text: 'spin' }, { text: 'b' }]), agent);
+    proposing.catch(() => undefined);
+    // The second example's worker has the code: it spins until the stop switch.
+    await expect.poll(() => runningPids.length, { timeout: 30_000 }).toBe(2);
+    const pid = runningPids[1]!;
+    expect(processGone(pid)).toBe(false);
+    await executor.pause(person, 'stop now');
+    // Killed by the stop switch, not by its five-second budget (which began before the pause): gone well within it.
+    await expect.poll(() => processGone(pid), { timeout: 4000, interval: 20 }).toBe(true);
+    const skill = await proposing;
+    expect(skill.state).toBe('draft');
+    expect(skill.reason).toMatch(/^stopped by the stop switch: .*nothing about the skill was judged.*recheck/);
+    // No quarantine result of the cut-short check is kept, and no example ran after the stop.
+    expect(skill.exampleResults).toEqual([]);
+    expect(runningPids).toHaveLength(2);
+    expect(executor.getSkill(skill.skillId)).toMatchObject({ state: 'draft', exampleResults: [] });
+
+    // Audited as the stop switch's other effects are: the person's, in the pause's own record and a state record of its own.
+    const paused = auditOf(dataDir, 'host.paused');
+    expect(paused).toHaveLength(1);
+    expect(paused[0]).toMatchObject({ stoppedSkillChecks: [skill.skillId] });
+    const states = auditOf(dataDir, 'skill.state').filter((detail) => detail.skillId === skill.skillId);
+    expect(states.map((detail) => [detail.from, detail.to])).toEqual([
+      ['draft', 'quarantine'],
+      ['quarantine', 'draft'],
+    ]);
+    expect(states[1]).toMatchObject({ reason: 'stop switch' });
+
+    // Nothing of it is checked again while paused; after resume the person checks it again, from its first example.
+    await expect(executor.recheckSkill(skill.skillId, person)).rejects.toMatchObject({ code: 'HOST_PAUSED' });
+    executor.resume(person);
+    // (Its second example still spins: this time it fails on its own account, judged.)
+    const rechecked = await executor.recheckSkill(skill.skillId, person);
+    expect(rechecked.state).toBe('rejected');
+    expect(rechecked.reason).toMatch(/^quarantine: example 2 failed \(BUDGET_EXCEEDED\)/);
+    const after = auditOf(dataDir, 'skill.state').filter((detail) => detail.skillId === skill.skillId);
+    expect(after[2]).toMatchObject({ from: 'draft', to: 'quarantine', recheck: true });
+    // Only a draft is checked again.
+    await expect(executor.recheckSkill(skill.skillId, person)).rejects.toMatchObject({ code: 'ILLEGAL_TRANSITION' });
+  }, 120_000);
+});
