@@ -29,7 +29,8 @@ export interface StopSwitchPort {
  * transaction (host_state and its host.paused record), then at once: real sandbox runs under way are
  * cancelled (their steps end `cancelled`, saying the person stopped all agents; a run stopped while it
  * applied keeps its backups), dry runs are stopped (their steps stay `evaluated` and are previewed
- * again at resume), and every room checks `desk.paused` before it starts anything: proposals,
+ * again at resume), agent code no step shows live is killed (desk.agentCode: a skill's quarantine
+ * examples, whose skill goes back to draft; a dry run asked for by name, answered HOST_PAUSED), and every room checks `desk.paused` before it starts anything: proposals,
  * approvals, edits and dry runs are refused with HOST_PAUSED, approved steps do not start, and
  * nothing expires. Rejecting, cancelling and reverting (without force) stay open: they only take
  * away. Resume adds the time each waiting step was held to its consent deadline (its clock stood

@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { actorFor } from '../../../src/domain/actor.js';
@@ -102,5 +103,33 @@ describe('the stop switch and a skill being checked', () => {
     expect(after[2]).toMatchObject({ from: 'draft', to: 'quarantine', recheck: true });
     // Only a draft is checked again.
     await expect(executor.recheckSkill(skill.skillId, person)).rejects.toMatchObject({ code: 'ILLEGAL_TRANSITION' });
+  }, 120_000);
+});
+
+describe('the stop switch and a dry run asked for by name', () => {
+  it("kills a runCode dry run's worker at once: the dry run answers HOST_PAUSED and the step's preview stays the one it had", async () => {
+    const { spawnChild, runningPids } = watchedSpawn();
+    const { executor, workspace } = openExecutor({ lightSandbox: { warmWorkers: 0 } }, { spawnChild });
+    // Quick at its preview; spins its whole five seconds once the flag file says so.
+    const code = "let t = ''; try { t = await tools.readFile('flag.txt'); } catch {} if (t.includes('spin')) { for (;;) {} } return t.length;";
+    const [step] = await executor.propose(
+      { steps: [{ action: 'runCode', args: { code, timeoutMs: 5000, capabilities: { readFile: true } } }] },
+      agent,
+    );
+    expect(step!.status).toBe('awaiting_consent');
+    const previewBefore = executor.getStep(step!.step.id).preview;
+    expect(previewBefore).toMatchObject({ kind: 'codeRun', result: { ok: true } });
+    fs.writeFileSync(path.join(workspace, 'flag.txt'), 'spin');
+    const ranBefore = runningPids.length;
+    const simulating = executor.simulateStep(step!.step.id, agent);
+    simulating.catch(() => undefined);
+    await expect.poll(() => runningPids.length, { timeout: 30_000 }).toBe(ranBefore + 1);
+    const pid = runningPids.at(-1)!;
+    await executor.pause(person, 'stop now');
+    await expect.poll(() => processGone(pid), { timeout: 4000, interval: 20 }).toBe(true);
+    await expect(simulating).rejects.toMatchObject({ code: 'HOST_PAUSED', message: expect.stringMatching(/dry run .* was stopped/) });
+    // What the killed run showed is no preview of the step: it keeps the one it had, still waiting for the person.
+    expect(executor.getStep(step!.step.id)).toMatchObject({ status: 'awaiting_consent', preview: previewBefore });
+    expect(runningPids).toHaveLength(ranBefore + 1);
   }, 120_000);
 });
