@@ -659,20 +659,27 @@ export class ProposalsRoom {
     desk.assertNotPaused(`no dry run starts while they are stopped; step ${stepId} was not simulated`);
     const { module, args } = boundAction(record.step);
     // No window shows this dry run and no Cancel reaches it, but the stop switch does (desk.agentCode): its worker or container is killed.
-    const { preview, stopped } = await desk.agentCode.run(async (signal) => {
+    const made = await desk.agentCode.run(async (signal) => {
       const hooks = { signal, onOutput: () => undefined };
-      const made = await module.simulate(args, {
-        ...desk.context(stepId),
-        ...(module.runsLive ? { run: hooks } : {}),
-        ...(module.readsPlanOverlay ? { planOverlay: desk.planOverlayFor(record.step) } : {}),
-      });
-      return { preview: made, stopped: signal.aborted };
+      try {
+        const preview = await module.simulate(args, {
+          ...desk.context(stepId),
+          ...(module.runsLive ? { run: hooks } : {}),
+          ...(module.readsPlanOverlay ? { planOverlay: desk.planOverlayFor(record.step) } : {}),
+        });
+        return signal.aborted ? null : preview;
+      } catch (error) {
+        // A Docker run answers its stop by throwing (STEP_CANCELLED), the light sandbox with a result: both are the stop's.
+        if (signal.aborted) return null;
+        throw error;
+      }
     });
     // Stopped by the stop switch: what the killed run showed is no preview of the step, and nothing of it is kept.
-    if (stopped)
+    if (made === null)
       throw desk.paused
         ? hostPausedError(desk.paused, `the dry run of step ${stepId} was stopped`)
         : new ExecutorError('EXECUTION_CANCELLED', `The dry run of step ${stepId} was stopped.`);
+    const preview = made;
     if (preview.kind === 'commandRun' && preview.planBasis?.length) this.plansWithBasis.add(record.step.planId);
     const previewHash = previewHashOf(preview);
     // Read again: the step may have been decided while its dry run ran, and a decided step's preview is what was decided on.

@@ -1,9 +1,11 @@
 import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { actorFor } from '../../../src/domain/actor.js';
 import { forkChild, type SpawnChild } from '../../../src/sandbox/light/spawn-child.js';
+import { dockerAvailable, ensureSandboxImage } from '../../helpers/docker-engine.js';
 import { openExecutor } from '../../helpers/open-executor.js';
 
 const person = actorFor('cli');
@@ -132,4 +134,39 @@ describe('the stop switch and a dry run asked for by name', () => {
     expect(executor.getStep(step!.step.id)).toMatchObject({ status: 'awaiting_consent', preview: previewBefore });
     expect(runningPids).toHaveLength(ranBefore + 1);
   }, 120_000);
+});
+
+/** This test process's sandbox containers (`docker ps`, with `all` those stopped too): other tests on the engine are not counted. */
+function ownContainers(all: boolean): string[] {
+  const listed = spawnSync('docker', ['ps', ...(all ? ['-a'] : []), '-q', '--filter', `label=dev.executor.sandbox.pid=${process.pid}`], {
+    encoding: 'utf8',
+  });
+  return listed.stdout.split('\n').filter(Boolean);
+}
+
+describe.skipIf(!dockerAvailable())('the stop switch and a Docker dry run asked for by name (real Docker)', () => {
+  beforeAll(async () => {
+    await ensureSandboxImage();
+  }, 300_000);
+
+  it('removes its container at once: the dry run answers HOST_PAUSED and the preview stays the one it had', async () => {
+    const { executor, workspace } = openExecutor();
+    // Quick at its preview; sleeps five minutes once the flag file is there.
+    const [step] = await executor.propose(
+      { steps: [{ action: 'runCommand', args: { command: 'if [ -f flag.txt ]; then sleep 300; fi; echo done' } }] },
+      agent,
+    );
+    expect(step!.status).toBe('awaiting_consent');
+    const previewBefore = executor.getStep(step!.step.id).preview;
+    expect(ownContainers(true)).toEqual([]);
+    fs.writeFileSync(path.join(workspace, 'flag.txt'), 'spin');
+    const simulating = executor.simulateStep(step!.step.id, agent);
+    simulating.catch(() => undefined);
+    await expect.poll(() => ownContainers(false).length, { timeout: 60_000, interval: 100 }).toBe(1);
+    await executor.pause(person, 'stop now');
+    await expect(simulating).rejects.toMatchObject({ code: 'HOST_PAUSED', message: expect.stringMatching(/dry run .* was stopped/) });
+    // Gone long before its sleep (or its command timeout) would have ended it.
+    await expect.poll(() => ownContainers(true), { timeout: 30_000, interval: 200 }).toEqual([]);
+    expect(executor.getStep(step!.step.id)).toMatchObject({ status: 'awaiting_consent', preview: previewBefore });
+  }, 180_000);
 });
