@@ -5,6 +5,9 @@
  * answers once each has settled (the sandbox has sent its worker SIGKILL, or removed its container,
  * before its run settles).
  */
+/** How long the stop switch waits for them to settle at most: as long as a Cancel waits for its run (decisions.ts, CANCEL_WAIT_MS). */
+const STOP_WAIT_MS = 10_000;
+
 export class AgentCodeRuns {
   private readonly runs = new Map<AbortController, Promise<unknown>>();
 
@@ -24,8 +27,8 @@ export class AgentCodeRuns {
     return this.runs.size;
   }
 
-  /** Aborts every run under way; resolves once each has settled, or after `waitMs` for any that has not. */
-  async stopAll(waitMs: number): Promise<void> {
+  /** Aborts every run under way; resolves once each has settled, or after STOP_WAIT_MS for any that has not. */
+  async stopAll(waitMs = STOP_WAIT_MS): Promise<void> {
     const running = [...this.runs.entries()];
     for (const [controller] of running) controller.abort();
     if (running.length === 0) return;

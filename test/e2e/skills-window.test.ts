@@ -287,7 +287,12 @@ describe.skipIf(skipReason !== null)('skills in the window', { timeout: 300_000 
     const person: ExecutorClient = closeAfter(await connectToHost(dataDir, 'cli'));
     const { page, errors } = await openWindow(browser(), serve.info.url, { decisionsAtOnce: true });
     // Spins its whole five seconds on its second example (the empty text), at its first check and at the next alike.
-    const spinning = { ...SKILL, name: 'spin_words', code: `if (input.text === '') { for (;;) {} } ${SKILL.code}`, budget: { timeMs: 5000, calls: 0 } };
+    const spinning = {
+      ...SKILL,
+      name: 'spin_words',
+      code: `if (input.text === '') { for (;;) {} } ${SKILL.code}`,
+      budget: { timeMs: 5000, calls: 0 },
+    };
     const proposing = person.proposeSkill({ skill: spinning });
     proposing.catch(() => undefined);
     await expect.poll(async () => (await person.listSkills()).skills.map((skill) => skill.state), SOON).toEqual(['quarantine']);

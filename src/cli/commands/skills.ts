@@ -84,7 +84,9 @@ function showText(skill: SkillRecord): string {
 export function registerSkillCommands(program: Command): void {
   const skills = program
     .command('skills')
-    .description("agents' repeated code as pinned, owner-approved skills: list, show, approve, reject, edit, rollback, recheck, disable, from-step");
+    .description(
+      "agents' repeated code as pinned, owner-approved skills: list, show, approve, reject, edit, rollback, recheck, disable, from-step",
+    );
 
   skills
     .command('list')

@@ -7,7 +7,6 @@ import { collapsePlainSpace } from '../../domain/visible-text.js';
 import type { LiveRun } from '../live-runs.js';
 import { isNoSpace } from '../../store/storage-errors.js';
 import { SYSTEM_ACTOR, type StepDesk } from '../step-desk.js';
-import { CANCEL_WAIT_MS } from './decisions.js';
 
 /** How many step ids a host.paused or host.resumed record names at most (the count is always whole). */
 const LISTED_STEPS = 200;
@@ -130,7 +129,7 @@ export class StopSwitch {
     // A dry run changes nothing: it is stopped, and its step waits `evaluated` to be previewed again at resume.
     for (const stepId of dryRuns) desk.liveRuns.get(stepId)?.cancel();
     // Agent code no step shows live (quarantine examples, a dry run asked for by name) is killed too; the pause answers once it is gone.
-    stopping.push(desk.agentCode.stopAll(CANCEL_WAIT_MS));
+    stopping.push(desk.agentCode.stopAll());
     desk.events.emit('hostPause', pause);
     await Promise.all(stopping);
     return this.view(false);

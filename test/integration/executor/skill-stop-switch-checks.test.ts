@@ -113,7 +113,8 @@ describe('the stop switch and a dry run asked for by name', () => {
     const { spawnChild, runningPids } = watchedSpawn();
     const { executor, workspace } = openExecutor({ lightSandbox: { warmWorkers: 0 } }, { spawnChild });
     // Quick at its preview; spins its whole five seconds once the flag file says so.
-    const code = "let t = ''; try { t = await tools.readFile('flag.txt'); } catch {} if (t.includes('spin')) { for (;;) {} } return t.length;";
+    const code =
+      "let t = ''; try { t = await tools.readFile('flag.txt'); } catch {} if (t.includes('spin')) { for (;;) {} } return t.length;";
     const [step] = await executor.propose(
       { steps: [{ action: 'runCode', args: { code, timeoutMs: 5000, capabilities: { readFile: true } } }] },
       agent,
