@@ -7,6 +7,7 @@ import { actorFor } from '../../../src/domain/actor.js';
 import { forkChild, type SpawnChild } from '../../../src/sandbox/light/spawn-child.js';
 import { dockerAvailable, ensureSandboxImage } from '../../helpers/docker-engine.js';
 import { openExecutor } from '../../helpers/open-executor.js';
+import { runCli } from '../../helpers/run-cli.js';
 
 const person = actorFor('cli');
 const agent = { ...actorFor('mcp', 'test-agent'), agent: 'agent-1' };
@@ -105,6 +106,29 @@ describe('the stop switch and a skill being checked', () => {
     expect(after[2]).toMatchObject({ from: 'draft', to: 'quarantine', recheck: true });
     // Only a draft is checked again.
     await expect(executor.recheckSkill(skill.skillId, person)).rejects.toMatchObject({ code: 'ILLEGAL_TRANSITION' });
+  }, 120_000);
+});
+
+describe('a draft the stop switch stopped, through the real CLI', () => {
+  it('says in `skills list` that it was stopped and how to check it again; `skills recheck` is refused while paused and checks it after resume', async () => {
+    const { executor, dataDir } = openExecutor({ lightSandbox: { warmWorkers: 0 } });
+    const proposing = executor.proposeSkill(spinner([{ text: 'spin' }, { text: 'a' }, { text: 'b' }]), agent);
+    proposing.catch(() => undefined);
+    await expect.poll(() => executor.listSkills().map((skill) => skill.state), { timeout: 30_000 }).toEqual(['quarantine']);
+    await executor.pause(person, 'stop');
+    const { skillId } = await proposing;
+    executor.close();
+    const cli = (...args: string[]) => runCli(['--data-dir', dataDir, ...args], { timeoutMs: 60_000 });
+    const listed = cli('skills', 'list');
+    expect(listed.status).toBe(0);
+    expect(listed.stdout).toMatch(/spin_check v1 {2}DRAFT — stopped by the stop switch: .*executor skills recheck/);
+    const refused = cli('skills', 'recheck', skillId);
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toContain('HOST_PAUSED');
+    expect(cli('resume').status).toBe(0);
+    const rechecked = cli('skills', 'recheck', skillId);
+    expect(rechecked.status).toBe(0);
+    expect(rechecked.stdout).toMatch(/^Checked again: .*REJECTED — quarantine: example 1 failed \(BUDGET_EXCEEDED\)/);
   }, 120_000);
 });
 
