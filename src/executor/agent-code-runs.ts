@@ -27,6 +27,11 @@ export class AgentCodeRuns {
     return this.runs.size;
   }
 
+  /** Aborts every run under way (the host is closing): nothing waits for them. */
+  cancelAll(): void {
+    for (const controller of this.runs.keys()) controller.abort();
+  }
+
   /** Aborts every run under way; resolves once each has settled, or after STOP_WAIT_MS for any that has not. */
   async stopAll(waitMs = STOP_WAIT_MS): Promise<void> {
     const running = [...this.runs.entries()];

@@ -268,6 +268,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       // Before recovery and before anything runs: what a host killed while held on a full disk decided or learned.
       if (reserve) executor.heldRecords.replayAtOpen(reserve);
       executor.recovery.recoverAtOpen(options.resumeUnfinished !== false);
+      executor.skills.recoverChecksAtOpen();
       auditLog.startHeartbeat(options.auditHeartbeatMs ?? AUDIT_HEARTBEAT_MS);
       if (options.publishToWitnesses) {
         auditLog.onCheckpointCommitted(() => executor.auditDesk.notifyWitnesses());
@@ -327,6 +328,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       durationMs: Math.max(0, Date.parse(stoppedAt) - Date.parse(run.startedAt)),
     }));
     this.desk.liveRuns.cancelAll();
+    this.desk.agentCode.cancelAll();
     this.desk.auditLog.stopHeartbeat();
     this.auditDesk.close();
     this.desk.lightSandbox.close();
@@ -413,6 +415,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.expiry.close();
     this.proposals.close();
     this.desk.liveRuns.cancelAll();
+    this.desk.agentCode.cancelAll();
     noteLostDataDir(this.dataDir, error.details);
     this.desk.log(`executor: DATA_DIR_LOST: ${error.message}`);
     this.emit('lost', error);
@@ -424,6 +427,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.proposals.close();
     this.desk.checkpointer?.stop();
     this.desk.liveRuns.cancelAll();
+    this.desk.agentCode.cancelAll();
     this.desk.auditLog.stopHeartbeat();
     this.auditDesk.close();
     this.desk.lightSandbox.close();

@@ -44,6 +44,10 @@ const CONTRACT_BREACHES: readonly string[] = ['UNDECLARED_CALL', 'BUDGET_EXCEEDE
 const STOPPED_CHECK_REASON =
   'stopped by the stop switch: the person stopped all agents while its examples ran in quarantine, and their runs were killed; nothing about the skill was judged. Check it again once agents may work (`executor skills recheck <skillId>`).';
 
+/** What a skill says, back in draft, whose check a stopped host left unfinished (recoverChecksAtOpen). */
+const INTERRUPTED_CHECK_REASON =
+  'stopped: Executor stopped while its examples ran in quarantine; nothing about the skill was judged. Check it again (`executor skills recheck <skillId>`).';
+
 /** Who a skill is proposed by, as its record says: the agent's issued identity, or the person's channel. */
 function proposerName(actor: Actor): string {
   if (actor.agent) return `agent:${actor.agent}`;
@@ -307,8 +311,10 @@ export class SkillsRoom {
     }
     // The stop switch came while its examples ran: it sent the skill back to draft in its own transaction
     // (stopChecksForPause). What the cut-short runs said is nobody's verdict on the skill: nothing is recorded.
-    if (this.desk.paused || this.desk.closed || this.desk.skills.standing(skill.skillId)?.state !== 'quarantine')
-      return this.get(skill.skillId);
+    // Closed meanwhile: the next open finds it in quarantine with no check running and sends it back to draft (recoverChecksAtOpen).
+    if (this.desk.closed)
+      throw new ExecutorError('NOT_AVAILABLE', `Executor stopped while skill ${skill.name} v${skill.version} was being checked.`);
+    if (this.desk.paused || this.desk.skills.standing(skill.skillId)?.state !== 'quarantine') return this.get(skill.skillId);
     this.desk.db.transaction(() => {
       this.desk.skills.setExampleResults(
         skill.skillId,
@@ -997,6 +1003,24 @@ export class SkillsRoom {
       this.saveState(skill, skill.state, 'draft', STOPPED_CHECK_REASON, actor, now, { reason: 'stop switch' });
     }
     return affected;
+  }
+
+  /**
+   * At open, before anything runs: a skill in quarantine or validation has no check running (one host
+   * per data directory, and a check lives in its host), so one a stopped host left there goes back to
+   * draft, saying so, for the person to check again. Nothing stays "in quarantine" for good.
+   */
+  recoverChecksAtOpen(): void {
+    const left = this.desk.skills.list(['quarantine', 'validation']);
+    if (left.length === 0) return;
+    const now = this.now();
+    this.desk.db.transaction(() => {
+      for (const skill of left)
+        this.saveState(skill, skill.state, 'draft', INTERRUPTED_CHECK_REASON, SYSTEM_ACTOR, now, {
+          reason: 'restart',
+          recoveredAtStart: true,
+        });
+    })();
   }
 
   /** A draft whose check was stopped (the stop switch, or a host that stopped while it ran) checked again from its first example. */

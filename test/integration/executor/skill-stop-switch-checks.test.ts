@@ -6,6 +6,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { actorFor } from '../../../src/domain/actor.js';
 import { forkChild, type SpawnChild } from '../../../src/sandbox/light/spawn-child.js';
 import { dockerAvailable, ensureSandboxImage } from '../../helpers/docker-engine.js';
+import { Executor } from '../../../src/executor/executor.js';
+import { closeAfter } from '../../helpers/teardown.js';
 import { openExecutor } from '../../helpers/open-executor.js';
 import { runCli } from '../../helpers/run-cli.js';
 
@@ -106,6 +108,30 @@ describe('the stop switch and a skill being checked', () => {
     expect(after[2]).toMatchObject({ from: 'draft', to: 'quarantine', recheck: true });
     // Only a draft is checked again.
     await expect(executor.recheckSkill(skill.skillId, person)).rejects.toMatchObject({ code: 'ILLEGAL_TRANSITION' });
+  }, 120_000);
+});
+
+describe('a check a stopped host left unfinished', () => {
+  it('is back in draft at the next open, saying so, and can be checked again: nothing stays in quarantine for good', async () => {
+    const { executor, dataDir } = openExecutor({ lightSandbox: { warmWorkers: 0 } });
+    const proposing = executor.proposeSkill(spinner([{ text: 'spin' }, { text: 'a' }, { text: 'b' }]), agent);
+    proposing.catch(() => undefined);
+    await expect.poll(() => executor.listSkills().map((skill) => skill.state), { timeout: 30_000 }).toEqual(['quarantine']);
+    const { skillId } = executor.listSkills()[0]!;
+    executor.close();
+    await expect(proposing).rejects.toMatchObject({ code: 'NOT_AVAILABLE' });
+    const reopened = closeAfter(Executor.open(dataDir));
+    expect(reopened.getSkill(skillId)).toMatchObject({
+      state: 'draft',
+      reason: expect.stringMatching(/^stopped: Executor stopped while its examples ran.*nothing about the skill was judged.*recheck/),
+      exampleResults: [],
+    });
+    const states = auditOf(dataDir, 'skill.state').filter((detail) => detail.skillId === skillId);
+    expect(states.at(-1)).toMatchObject({ from: 'quarantine', to: 'draft', recoveredAtStart: true });
+    // A second open finds nothing left to recover.
+    reopened.close();
+    closeAfter(Executor.open(dataDir)).close();
+    expect(auditOf(dataDir, 'skill.state').filter((detail) => detail.skillId === skillId)).toHaveLength(states.length);
   }, 120_000);
 });
 
