@@ -12,6 +12,8 @@ type StateFacts = Pick<SkillRecord, 'state' | 'reason' | 'trial'>;
 export function skillStateWords(skill: StateFacts, format: (iso: string) => string = formatTime): string {
   switch (skill.state) {
     case 'draft':
+      // Back in draft only when the stop switch cut its check short: the host says so and what to do.
+      return skill.reason ?? 'in quarantine';
     case 'quarantine':
     case 'validation':
       return 'in quarantine';
@@ -39,9 +41,10 @@ export function skillStateWords(skill: StateFacts, format: (iso: string) => stri
 
 /** The tone a state's badge takes: waiting for the person, usable, or stopped. */
 export function skillStateTone(state: SkillRecord['state']): 'waiting' | 'usable' | 'stopped' | 'busy' {
-  if (state === 'awaiting_owner') return 'waiting';
+  // A draft is one whose check the stop switch stopped: it waits for the person to check it again.
+  if (state === 'awaiting_owner' || state === 'draft') return 'waiting';
   if (state === 'trial' || state === 'active') return 'usable';
-  if (state === 'draft' || state === 'quarantine' || state === 'validation') return 'busy';
+  if (state === 'quarantine' || state === 'validation') return 'busy';
   return 'stopped';
 }
 

@@ -185,6 +185,7 @@ export function SkillsView({ active, policy }: { active: boolean; policy: Policy
               void act('Approving', 'Approved', () => api.approveSkill({ skillId: selected.skillId, codeHash: selected.codeHash }))
             }
             onRollback={() => void act('Rolling back', 'Rolled back to', () => api.rollbackSkill({ skillId: selected.skillId }))}
+            onRecheck={() => void act('Checking again', 'Checked', () => api.recheckSkill({ skillId: selected.skillId }))}
             onReject={() => setPending({ kind: 'reject', skill: selected })}
             onDisable={() => setPending({ kind: 'disable', skill: selected })}
             onEdit={() => setPending({ kind: 'edit', skill: selected })}
@@ -255,6 +256,7 @@ function SkillDetail({
   onDisable,
   onEdit,
   onRollback,
+  onRecheck,
   onSelect,
 }: {
   skill: SkillRecord;
@@ -266,6 +268,7 @@ function SkillDetail({
   onDisable(): void;
   onEdit(): void;
   onRollback(): void;
+  onRecheck(): void;
   onSelect(skillId: string): void;
 }) {
   const calls = callsAgainstDeclared(skill);
@@ -385,6 +388,11 @@ function SkillDetail({
         {usable ? (
           <button type="button" className="danger" disabled={busy} onClick={onDisable}>
             Disable…
+          </button>
+        ) : null}
+        {skill.state === 'draft' ? (
+          <button type="button" className="primary" disabled={busy} onClick={onRecheck}>
+            Check again
           </button>
         ) : null}
         {rollbackable ? (
@@ -532,7 +540,7 @@ function SkillDetail({
 
 /** The badge beside the name; the line under it says the whole state and why. */
 const SHORT_STATE: Record<SkillRecord['state'], string> = {
-  draft: 'in quarantine',
+  draft: 'check stopped',
   quarantine: 'in quarantine',
   validation: 'in quarantine',
   awaiting_owner: 'awaiting your approval',

@@ -19,8 +19,9 @@ export const USABLE_SKILL_STATES: readonly SkillState[] = ['trial', 'active'];
 
 const SKILL_TRANSITIONS: Record<SkillState, readonly SkillState[]> = {
   draft: ['quarantine', 'rejected'],
-  quarantine: ['validation', 'rejected'],
-  validation: ['awaiting_owner', 'rejected'],
+  // Back to draft: the stop switch cut its check short; the person checks it again (recheck).
+  quarantine: ['validation', 'rejected', 'draft'],
+  validation: ['awaiting_owner', 'rejected', 'draft'],
   awaiting_owner: ['trial', 'rejected', 'superseded'],
   trial: ['active', 'disabled', 'superseded'],
   active: ['disabled', 'superseded'],

@@ -222,6 +222,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.skills = new SkillsRoom(this.desk);
     this.stopSwitch = new StopSwitch(this.desk, {
       disableSkills: (actor) => this.skills.disableAllForPause(actor),
+      stopSkillChecks: (actor) => this.skills.stopChecksForPause(actor),
       stopRunForPause: (live, actor) => this.decisions.stopRunForPause(live, actor),
       schedulePreview: (planId, actor) => this.proposals.schedulePreview(planId, actor),
       sweepExpired: () => this.expiry.sweepExpired(),
@@ -269,6 +270,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       // Before recovery and before anything runs: what a host killed while held on a full disk decided or learned.
       if (reserve) executor.heldRecords.replayAtOpen(reserve);
       executor.recovery.recoverAtOpen(options.resumeUnfinished !== false);
+      executor.skills.recoverChecksAtOpen();
       auditLog.startHeartbeat(options.auditHeartbeatMs ?? AUDIT_HEARTBEAT_MS);
       if (options.publishToWitnesses) {
         auditLog.onCheckpointCommitted(() => executor.auditDesk.notifyWitnesses());
@@ -328,6 +330,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
       durationMs: Math.max(0, Date.parse(stoppedAt) - Date.parse(run.startedAt)),
     }));
     this.desk.liveRuns.cancelAll();
+    this.desk.agentCode.cancelAll();
     this.desk.auditLog.stopHeartbeat();
     this.auditDesk.close();
     this.desk.lightSandbox.close();
@@ -414,6 +417,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.expiry.close();
     this.proposals.close();
     this.desk.liveRuns.cancelAll();
+    this.desk.agentCode.cancelAll();
     noteLostDataDir(this.dataDir, error.details);
     this.desk.log(`executor: DATA_DIR_LOST: ${error.message}`);
     this.emit('lost', error);
@@ -425,6 +429,7 @@ export class Executor extends EventEmitter<ExecutorEvents> {
     this.proposals.close();
     this.desk.checkpointer?.stop();
     this.desk.liveRuns.cancelAll();
+    this.desk.agentCode.cancelAll();
     this.desk.auditLog.stopHeartbeat();
     this.auditDesk.close();
     this.desk.lightSandbox.close();
@@ -860,6 +865,10 @@ export class Executor extends EventEmitter<ExecutorEvents> {
   }
   rollbackSkill(skillId: string, actor: Actor): SkillRecord {
     return this.skills.rollback(skillId, actor);
+  }
+  /** A draft whose check the stop switch stopped, checked again (quarantine and validation) from its first example. */
+  recheckSkill(skillId: string, actor: Actor): Promise<SkillRecord> {
+    return this.skills.recheck(skillId, actor);
   }
   disableSkill(skillId: string, actor: Actor, reason: string): SkillRecord {
     return this.skills.disable(skillId, actor, reason);

@@ -48,6 +48,7 @@ import { StorageHold } from './storage-hold.js';
 import type { HeldRecordsReserve } from '../store/held-records-reserve.js';
 import { heldPlanWords, type HeldStep, type StorageHoldView } from '../domain/storage-hold.js';
 import { freeBytesAt } from '../fs/free-space.js';
+import { AgentCodeRuns } from './agent-code-runs.js';
 import { LiveRuns, type LiveRun } from './live-runs.js';
 import { PlanLocks } from './plan-lock.js';
 import { RequestGate, type RequestGateOptions } from './request-gate.js';
@@ -160,6 +161,8 @@ export class StepDesk {
   readonly planLocks = new PlanLocks();
   /** Sandbox runs under way (dry and real), shown live in the window and stopped by the person's Cancel. */
   readonly liveRuns: LiveRuns;
+  /** Agent code under way outside any live run (quarantine examples, a dry run asked for by name): the stop switch stops these too. */
+  readonly agentCode = new AgentCodeRuns();
   /**
    * The requests under way: the host's surfaces count each message from arrival to reply, and
    * background previews wait for a gap between them (request-gate.ts).

@@ -282,4 +282,38 @@ describe.skipIf(skipReason !== null)('skills in the window', { timeout: 300_000 
     await expect.poll(() => notice.count(), SOON).toBe(0);
     expect(errors).toEqual([]);
   });
+
+  it('a skill whose check the stop switch stopped reads so in the window, not "in quarantine", and is checked again from there', async () => {
+    const { dataDir } = tempSetup();
+    const serve = await startServe(dataDir);
+    const person: ExecutorClient = closeAfter(await connectToHost(dataDir, 'cli'));
+    const { page, errors } = await openWindow(browser(), serve.info.url, { decisionsAtOnce: true });
+    // Spins its whole five seconds on its second example (the empty text), at its first check and at the next alike.
+    const spinning = {
+      ...SKILL,
+      name: 'spin_words',
+      code: `if (input.text === '') { for (;;) {} } ${SKILL.code}`,
+      budget: { timeMs: 5000, calls: 0 },
+    };
+    const proposing = person.proposeSkill({ skill: spinning });
+    proposing.catch(() => undefined);
+    await expect.poll(async () => (await person.listSkills()).skills.map((skill) => skill.state), SOON).toEqual(['quarantine']);
+    await person.pauseAgents({ reason: 'stop' });
+    const stopped = await proposing;
+    expect(stopped.state).toBe('draft');
+    await person.resumeAgents();
+
+    await openSkills(page);
+    const item = page.locator(`#skill-item-${stopped.skillId}`);
+    await expect.poll(() => item.isVisible(), SOON).toBe(true);
+    await item.click();
+    expect(await item.getByTestId('skill-state').innerText()).toMatch(/^stopped by the stop switch/);
+    expect(await page.locator('#skill-detail .skill-badge').innerText()).toBe('check stopped');
+    expect(await detailState(page)).toMatch(/^stopped by the stop switch: .*nothing about the skill was judged/);
+    await page.locator('#skill-detail').getByRole('button', { name: 'Check again' }).click();
+    // Checked again from its first example: this time its own spin fails it, judged.
+    await expect.poll(() => detailState(page), SOON).toMatch(/^failed quarantine: example 2 failed \(BUDGET_EXCEEDED\)/);
+    expect(await page.locator('#skill-detail').getByRole('button', { name: 'Check again' }).count()).toBe(0);
+    expect(errors).toEqual([]);
+  });
 });

@@ -84,7 +84,9 @@ function showText(skill: SkillRecord): string {
 export function registerSkillCommands(program: Command): void {
   const skills = program
     .command('skills')
-    .description("agents' repeated code as pinned, owner-approved skills: list, show, approve, reject, edit, rollback, disable, from-step");
+    .description(
+      "agents' repeated code as pinned, owner-approved skills: list, show, approve, reject, edit, rollback, recheck, disable, from-step",
+    );
 
   skills
     .command('list')
@@ -156,6 +158,15 @@ export function registerSkillCommands(program: Command): void {
       const { dataDir, json } = globals(command);
       const skill = await withExecutor(dataDir, (api) => api.rollbackSkill({ skillId }));
       print(json, skill, () => `Rolled back to: ${oneLine(skill)}`);
+    });
+
+  skills
+    .command('recheck <skillId>')
+    .description('check again a draft whose check the stop switch stopped: quarantine and validation from its first example')
+    .action(async (skillId: string, _options: unknown, command: Command) => {
+      const { dataDir, json } = globals(command);
+      const skill = await withExecutor(dataDir, (api) => api.recheckSkill({ skillId }));
+      print(json, skill, () => `Checked again: ${oneLine(skill)}`);
     });
 
   skills

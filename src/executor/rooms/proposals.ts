@@ -2,6 +2,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { boundAction } from '../../actions/registry.js';
 import type { Actor } from '../../domain/actor.js';
 import { ExecutorError, toErrorShape } from '../../domain/errors.js';
+import { hostPausedError } from '../../domain/host-pause.js';
 import { parsePlan } from '../../domain/plan-parse.js';
 import type { Evaluation } from '../../domain/risk.js';
 import type { PlanBasisStep, Preview, PreviewRebuilt, RunSpan, StepRecord } from '../../domain/step-record.js';
@@ -657,10 +658,28 @@ export class ProposalsRoom {
     const record = desk.stepFor(stepId, actor);
     desk.assertNotPaused(`no dry run starts while they are stopped; step ${stepId} was not simulated`);
     const { module, args } = boundAction(record.step);
-    const preview = await module.simulate(args, {
-      ...desk.context(stepId),
-      ...(module.readsPlanOverlay ? { planOverlay: desk.planOverlayFor(record.step) } : {}),
+    // No window shows this dry run and no Cancel reaches it, but the stop switch does (desk.agentCode): its worker or container is killed.
+    const made = await desk.agentCode.run(async (signal) => {
+      const hooks = { signal, onOutput: () => undefined };
+      try {
+        const preview = await module.simulate(args, {
+          ...desk.context(stepId),
+          ...(module.runsLive ? { run: hooks } : {}),
+          ...(module.readsPlanOverlay ? { planOverlay: desk.planOverlayFor(record.step) } : {}),
+        });
+        return signal.aborted ? null : preview;
+      } catch (error) {
+        // A Docker run answers its stop by throwing (STEP_CANCELLED), the light sandbox with a result: both are the stop's.
+        if (signal.aborted) return null;
+        throw error;
+      }
     });
+    // Stopped by the stop switch: what the killed run showed is no preview of the step, and nothing of it is kept.
+    if (made === null)
+      throw desk.paused
+        ? hostPausedError(desk.paused, `the dry run of step ${stepId} was stopped`)
+        : new ExecutorError('EXECUTION_CANCELLED', `The dry run of step ${stepId} was stopped.`);
+    const preview = made;
     if (preview.kind === 'commandRun' && preview.planBasis?.length) this.plansWithBasis.add(record.step.planId);
     const previewHash = previewHashOf(preview);
     // Read again: the step may have been decided while its dry run ran, and a decided step's preview is what was decided on.

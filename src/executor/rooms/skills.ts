@@ -40,6 +40,14 @@ import { POLICY_ACTOR, SYSTEM_ACTOR, type StepDesk } from '../step-desk.js';
 /** A use that breaks what the skill declared: any one disables it, in trial and active alike (judgeUse). */
 const CONTRACT_BREACHES: readonly string[] = ['UNDECLARED_CALL', 'BUDGET_EXCEEDED', 'SCHEMA_MISMATCH', 'EXECUTION_BLOCKED'];
 
+/** What a skill whose check the stop switch cut short says, back in draft: not its fault, and what the person can do. */
+const STOPPED_CHECK_REASON =
+  'stopped by the stop switch: the person stopped all agents while its examples ran in quarantine, and their runs were killed; nothing about the skill was judged. Check it again once agents may work (`executor skills recheck <skillId>`).';
+
+/** What a skill says, back in draft, whose check a stopped host left unfinished (recoverChecksAtOpen). */
+const INTERRUPTED_CHECK_REASON =
+  'stopped: Executor stopped while its examples ran in quarantine; nothing about the skill was judged. Check it again (`executor skills recheck <skillId>`).';
+
 /** Who a skill is proposed by, as its record says: the agent's issued identity, or the person's channel. */
 function proposerName(actor: Actor): string {
   if (actor.agent) return `agent:${actor.agent}`;
@@ -281,8 +289,10 @@ export class SkillsRoom {
   }
 
   /** Quarantine, then validation; answers the skill as it ends (awaiting_owner or rejected). */
-  private async check(draft: SkillRecord): Promise<SkillRecord> {
-    let skill = this.transition(draft, 'quarantine', SYSTEM_ACTOR, null);
+  private async check(draft: SkillRecord, recheckedBy?: Actor): Promise<SkillRecord> {
+    let skill = recheckedBy
+      ? this.transition(draft, 'quarantine', recheckedBy, null, { recheck: true })
+      : this.transition(draft, 'quarantine', SYSTEM_ACTOR, null);
     // An example the skill would never be given proves nothing about it.
     const inputValidator = validatorFor(skill.inputSchema);
     for (const [i, example] of skill.examples.entries()) {
@@ -293,13 +303,18 @@ export class SkillsRoom {
     const runs: ClassifiedRun[] = [];
     // The first example that fails decides: the rest would only spend the sandbox's time (twenty hanging examples are one budget, not twenty).
     for (const example of skill.examples) {
-      const run = await this.runOnce(skill, example, 'quarantine', { kind: 'quarantine' });
+      if (this.desk.paused) break;
+      // The stop switch kills the example's worker at once (desk.agentCode), as it does a step's run.
+      const run = await this.desk.agentCode.run((signal) => this.runOnce(skill, example, 'quarantine', { kind: 'quarantine', signal }));
       runs.push(run);
       if (run.failsAt !== null) break;
     }
-    // The stop switch came while its examples ran: it disabled every skill then, and this one comes out of quarantine to no approval.
-    if (this.desk.paused)
-      return this.transition(skill, 'rejected', SYSTEM_ACTOR, 'quarantine: the person stopped all agents while its examples ran');
+    // The stop switch came while its examples ran: it sent the skill back to draft in its own transaction
+    // (stopChecksForPause). What the cut-short runs said is nobody's verdict on the skill: nothing is recorded.
+    // Closed meanwhile: the next open finds it in quarantine with no check running and sends it back to draft (recoverChecksAtOpen).
+    if (this.desk.closed)
+      throw new ExecutorError('NOT_AVAILABLE', `Executor stopped while skill ${skill.name} v${skill.version} was being checked.`);
+    if (this.desk.paused || this.desk.skills.standing(skill.skillId)?.state !== 'quarantine') return this.get(skill.skillId);
     this.desk.db.transaction(() => {
       this.desk.skills.setExampleResults(
         skill.skillId,
@@ -348,13 +363,14 @@ export class SkillsRoom {
     skill: SkillRecord,
     input: unknown,
     mode: BridgeMode,
-    context: { kind: 'quarantine' } | { kind: 'use'; stepId: string; planId: string; signal: AbortSignal },
+    context: { kind: 'quarantine'; signal: AbortSignal } | { kind: 'use'; stepId: string; planId: string; signal: AbortSignal },
   ): Promise<ClassifiedRun & { raw: CodeRunResult; usage?: SandboxUsage }> {
     const { desk } = this;
     const inFlight = new AbortController();
-    // A use is a live run: the person's Cancel and the stop switch abort it (its worker and its calls), as any step's run.
+    // A use is a live run, a quarantine example one of desk.agentCode: the person's Cancel and the stop switch abort it (its worker and its calls).
     const stop = () => inFlight.abort();
-    if (context.kind === 'use') context.signal.addEventListener('abort', stop, { once: true });
+    if (context.signal.aborted) inFlight.abort();
+    else context.signal.addEventListener('abort', stop, { once: true });
     const bridge = new ToolBridge({
       registry: TOOL_REGISTRY,
       mode,
@@ -399,7 +415,7 @@ export class SkillsRoom {
         desk.policy.lightSandbox,
       );
     } finally {
-      if (context.kind === 'use') context.signal.removeEventListener('abort', stop);
+      context.signal.removeEventListener('abort', stop);
       inFlight.abort();
     }
     const calls = raw.capabilityCalls ?? [];
@@ -972,6 +988,52 @@ export class SkillsRoom {
       this.saveState(skill, skill.state, 'disabled', 'the person stopped all agents', actor, now, { reason: 'stop switch' });
     }
     return affected;
+  }
+
+  /**
+   * The stop switch, inside the pause's own transaction: every skill being checked (its examples
+   * running in quarantine) goes back to draft, saying so. Its runs are killed right after
+   * (desk.agentCode); nothing they said is recorded, as the skill was not judged. The person checks
+   * it again after resuming (`recheck`).
+   */
+  stopChecksForPause(actor: Actor): SkillRecord[] {
+    const now = this.now();
+    const affected = this.desk.skills.list(['quarantine', 'validation']);
+    for (const skill of affected) {
+      this.saveState(skill, skill.state, 'draft', STOPPED_CHECK_REASON, actor, now, { reason: 'stop switch' });
+    }
+    return affected;
+  }
+
+  /**
+   * At open, before anything runs: a skill in quarantine or validation has no check running (one host
+   * per data directory, and a check lives in its host), so one a stopped host left there goes back to
+   * draft, saying so, for the person to check again. Nothing stays "in quarantine" for good.
+   */
+  recoverChecksAtOpen(): void {
+    const left = this.desk.skills.list(['quarantine', 'validation']);
+    if (left.length === 0) return;
+    const now = this.now();
+    this.desk.db.transaction(() => {
+      for (const skill of left)
+        this.saveState(skill, skill.state, 'draft', INTERRUPTED_CHECK_REASON, SYSTEM_ACTOR, now, {
+          reason: 'restart',
+          recoveredAtStart: true,
+        });
+    })();
+  }
+
+  /** A draft whose check was stopped (the stop switch, or a host that stopped while it ran) checked again from its first example. */
+  async recheck(skillId: string, actor: Actor): Promise<SkillRecord> {
+    if (this.desk.paused) throw hostPausedError(this.desk.paused, 'no skill is checked');
+    const skill = this.get(skillId);
+    if (skill.state !== 'draft')
+      throw new ExecutorError(
+        'ILLEGAL_TRANSITION',
+        `Skill ${skill.name} v${skill.version} is ${skill.state}; only a draft whose check was stopped can be checked again.`,
+      );
+    // check() moves it to quarantine before its first await: a second recheck meanwhile is refused above.
+    return this.check(skill, actor);
   }
 
   /** "Save as skill" on an executed runCode: its code becomes a proposal that goes through the whole pipeline. */

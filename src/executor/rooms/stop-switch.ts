@@ -19,6 +19,8 @@ export interface StopSwitchPort {
   sweepExpired(): void;
   /** Disables every skill that is usable or waiting (rooms/skills.ts), inside the pause's transaction; answers them. */
   disableSkills(actor: Actor): { skillId: string; name: string; version: number }[];
+  /** Sends every skill being checked back to draft (rooms/skills.ts), inside the pause's transaction; answers them. */
+  stopSkillChecks(actor: Actor): { skillId: string; name: string; version: number }[];
 }
 
 /**
@@ -26,7 +28,8 @@ export interface StopSwitchPort {
  * transaction (host_state and its host.paused record), then at once: real sandbox runs under way are
  * cancelled (their steps end `cancelled`, saying the person stopped all agents; a run stopped while it
  * applied keeps its backups), dry runs are stopped (their steps stay `evaluated` and are previewed
- * again at resume), and every room checks `desk.paused` before it starts anything: proposals,
+ * again at resume), agent code no step shows live is killed (desk.agentCode: a skill's quarantine
+ * examples, whose skill goes back to draft; a dry run asked for by name, answered HOST_PAUSED), and every room checks `desk.paused` before it starts anything: proposals,
  * approvals, edits and dry runs are refused with HOST_PAUSED, approved steps do not start, and
  * nothing expires. Rejecting, cancelling and reverting (without force) stay open: they only take
  * away. Resume adds the time each waiting step was held to its consent deadline (its clock stood
@@ -63,12 +66,16 @@ export class StopSwitch {
     const dryRuns = runs.filter((run) => run.phase === 'dryRun').map((run) => run.stepId);
     const held = desk.steps.expiring();
     let disabledSkills: { skillId: string; name: string; version: number }[] = [];
+    let stoppedChecks: { skillId: string; name: string; version: number }[] = [];
     const record = () => {
       disabledSkills = [];
+      stoppedChecks = [];
       desk.db.transaction(() => {
         desk.hostState.setPause(pause);
         // The stop switch disables all skills at once, in the same transaction: no skill outlives the pause by a use.
         disabledSkills = this.port.disableSkills(actor);
+        // A skill still being checked is no skill yet: its check is stopped (below) and it waits in draft to be checked again.
+        stoppedChecks = this.port.stopSkillChecks(actor);
         desk.audit.append({
           kind: 'host.paused',
           actor,
@@ -79,6 +86,8 @@ export class StopSwitch {
             heldSteps: held.length,
             heldStepIds: held.slice(0, LISTED_STEPS).map((record) => record.step.id),
             disabledSkills: disabledSkills.map((skill) => skill.skillId),
+            stoppedSkillChecks: stoppedChecks.map((skill) => skill.skillId),
+            stoppedAgentCode: desk.agentCode.size,
           },
         });
       })();
@@ -99,6 +108,12 @@ export class StopSwitch {
         state: 'disabled',
         notice: `Skill ${skill.name} v${skill.version} was disabled: the person stopped all agents`,
       });
+    for (const skill of stoppedChecks)
+      desk.events.emit('skill', {
+        ...skill,
+        state: 'draft',
+        notice: `The check of skill ${skill.name} v${skill.version} was stopped: the person stopped all agents. It waits in draft; check it again after resuming.`,
+      });
     // Each real run's step is cancelled synchronously inside stopRunForPause (before its first await), so
     // every surface hears the cancelled steps and the pause together; the kills are awaited below.
     const stopping: Promise<unknown>[] = [];
@@ -113,6 +128,8 @@ export class StopSwitch {
     }
     // A dry run changes nothing: it is stopped, and its step waits `evaluated` to be previewed again at resume.
     for (const stepId of dryRuns) desk.liveRuns.get(stepId)?.cancel();
+    // Agent code no step shows live (quarantine examples, a dry run asked for by name) is killed too; the pause answers once it is gone.
+    stopping.push(desk.agentCode.stopAll());
     desk.events.emit('hostPause', pause);
     await Promise.all(stopping);
     return this.view(false);

@@ -653,6 +653,13 @@ export const METHODS = {
     description:
       'make an earlier, once-approved version usable again (checked against its pin, watched in a new trial); the current one is superseded',
   }),
+  recheckSkill: method({
+    params: z.strictObject({ skillId: z.string().min(1).max(128) }),
+    result: SkillRecordSchema,
+    channels: PERSON_CHANNELS,
+    description:
+      'check again, from its first example, a draft whose check the stop switch stopped (quarantine and validation); answers it awaiting_owner or rejected; HOST_PAUSED while paused, ILLEGAL_TRANSITION for a skill not in draft',
+  }),
   disableSkill: method({
     params: z.strictObject({ skillId: z.string().min(1).max(128), reason: z.string().max(2000).optional() }),
     result: SkillRecordSchema,

@@ -59,6 +59,7 @@ export interface IpcExecutorPort {
   rejectSkill(skillId: string, actor: Actor, reason: string): SkillRecord;
   editSkill(skillId: string, actor: Actor, change: unknown): Promise<SkillRecord>;
   rollbackSkill(skillId: string, actor: Actor): SkillRecord;
+  recheckSkill(skillId: string, actor: Actor): Promise<SkillRecord>;
   disableSkill(skillId: string, actor: Actor, reason: string): SkillRecord;
   useSkill(name: string, input: unknown, actor: Actor): Promise<SkillUseResult>;
   skillFromStep(stepId: string, actor: Actor, fields: unknown): Promise<SkillRecord>;

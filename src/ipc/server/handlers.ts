@@ -215,6 +215,7 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   rejectSkill: (executor, { skillId, reason }, { actor }) => executor.rejectSkill(skillId, actor, reason),
   editSkill: (executor, { skillId, change }, { actor }) => executor.editSkill(skillId, actor, change),
   rollbackSkill: (executor, { skillId }, { actor }) => executor.rollbackSkill(skillId, actor),
+  recheckSkill: (executor, { skillId }, { actor }) => executor.recheckSkill(skillId, actor),
   disableSkill: (executor, { skillId, reason }, { actor }) => executor.disableSkill(skillId, actor, reason ?? ''),
   useSkill: (executor, { name, input }, { actor }) => executor.useSkill(name, input, actor),
   skillFromStep: (executor, { stepId, fields }, { actor }) => executor.skillFromStep(stepId, actor, fields ?? {}),

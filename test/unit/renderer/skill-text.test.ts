@@ -11,6 +11,8 @@ describe('a skill state in words', () => {
   it('says where each state stands and, when stopped, why', () => {
     const words = (state: SkillRecord['state'], reason: string | null = null) => skillStateWords({ state, reason, trial }, at);
     expect(words('quarantine')).toBe('in quarantine');
+    // A draft whose check the stop switch stopped is not "in quarantine": the host's words say what happened and what to do.
+    expect(words('draft', 'stopped by the stop switch: … Check it again')).toBe('stopped by the stop switch: … Check it again');
     expect(words('awaiting_owner')).toBe('awaiting your approval');
     expect(words('trial')).toBe('in trial: 12 of 50 uses, until <2026-11-29T10:00:00.000Z>');
     expect(words('active')).toBe('active');
