@@ -244,9 +244,51 @@ function memoizedRealPaths(): RealPaths {
  * paths found once per folder (memoizedRealPaths). Use a guard for one pass and drop it: it does not
  * see a folder replaced by a link after it resolved it.
  */
-export function pathGuard(roots: readonly string[], dataDir: string): (requested: string) => PathVerdict {
+export function pathGuard(roots: readonly string[], dataDir: string, verdicts?: PathVerdictMemo): (requested: string) => PathVerdict {
   const realPaths = memoizedRealPaths();
-  return (requested) => guardPathWith(requested, roots, dataDir, realPaths);
+  if (!verdicts) return (requested) => guardPathWith(requested, roots, dataDir, realPaths);
+  // What this pass found the roots and the data directory to be: a kept verdict holds only under the same.
+  let setting: string | undefined;
+  const settingOfPass = () =>
+    (setting ??= [dataDir, realPaths.orSelf(dataDir), ...roots.flatMap((root) => [root, realPaths.orSelf(root)])].join('\0'));
+  return (requested) => {
+    const kept = verdicts.get(requested);
+    // Only the real path is read again (this pass's own lstat or listing, and its folder's resolution):
+    // the rest of the verdict follows from it, the request and the setting, without touching the disk.
+    if (kept && kept.setting === settingOfPass() && realPaths.through(kept.absolutePath) === kept.realPath) return kept.verdict;
+    const verdict = guardPathWith(requested, roots, dataDir, realPaths);
+    const absolutePath = path.isAbsolute(requested)
+      ? path.normalize(requested)
+      : roots.length > 0
+        ? path.resolve(roots[0]!, requested)
+        : null;
+    if (absolutePath !== null && (verdict.ok || verdict.code === 'PATH_OUTSIDE_ROOT'))
+      verdicts.set(requested, { setting: settingOfPass(), absolutePath, realPath: realPaths.through(absolutePath), verdict });
+    return verdict;
+  };
+}
+
+/**
+ * The verdicts of earlier passes, by requested path (PathVerdictMemo): a plan's 500 writes weighed
+ * again before each of its steps runs, each verdict re-made from scratch although nothing it depends
+ * on changed. A verdict is a function of the request, the roots and the data directory as they
+ * resolve, and the request's real path; a later pass reuses it only when it resolved all of those to
+ * the same (its own reads of the disk, as any pass makes them), so it answers what guardPath would.
+ */
+export class PathVerdictMemo {
+  private readonly kept = new Map<string, { setting: string; absolutePath: string; realPath: string; verdict: PathVerdict }>();
+
+  constructor(private readonly limit = 20_000) {}
+
+  get(requested: string) {
+    return this.kept.get(requested);
+  }
+
+  set(requested: string, entry: { setting: string; absolutePath: string; realPath: string; verdict: PathVerdict }): void {
+    // Bounded: a long-lived host weighs many plans; the oldest verdicts are only ever made again.
+    if (this.kept.size >= this.limit) this.kept.clear();
+    this.kept.set(requested, entry);
+  }
 }
 
 /** resolveThroughSymlinks for many paths in one pass (see pathGuard). */

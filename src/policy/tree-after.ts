@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Preview } from '../domain/step-record.js';
 import type { Step } from '../domain/step.js';
 import { readRegularFileSync } from '../fs/regular-file.js';
-import { pathGuard, symlinkResolver } from './path-guard.js';
+import { pathGuard, symlinkResolver, type PathVerdictMemo } from './path-guard.js';
 
 /**
  * The workspace as it will be after some changes are applied: the disk now, with the files a plan's
@@ -129,11 +129,17 @@ export function stepsStillPlanned<View extends PlanStepView & { status: string }
  * The writes a plan's steps make, as real paths: each writeFile's path and content, and the files a
  * command's previewed changeset leaves. A step whose path leaves the roots writes nothing (it is denied).
  * Read for every step a plan previews and runs: its paths are resolved in one pass (pathGuard), each
- * folder once, so a plan of 500 writes into one folder is not 500 × 500 realpaths.
+ * folder once, so a plan of 500 writes into one folder is not 500 × 500 realpaths. `verdicts`: the
+ * verdicts of earlier passes, reused where this pass resolves a path to the same (PathVerdictMemo).
  */
-export function plannedWritesOf(plan: readonly PlanStepView[], roots: readonly string[], dataDir: string): PlannedWrite[] {
+export function plannedWritesOf(
+  plan: readonly PlanStepView[],
+  roots: readonly string[],
+  dataDir: string,
+  verdicts?: PathVerdictMemo,
+): PlannedWrite[] {
   const writes: PlannedWrite[] = [];
-  const guard = pathGuard(roots, dataDir);
+  const guard = pathGuard(roots, dataDir, verdicts);
   const resolveThroughSymlinks = symlinkResolver();
   for (const { step, preview } of plan) {
     if (step.action === 'writeFile') {
