@@ -60,7 +60,8 @@ export class ExecutionRoom {
     return this.desk.planLocks.withPlan(record.step.planId, () => this.runApproved(stepId, actor));
   }
 
-  private async runApproved(stepId: string, actor: Actor): Promise<StepRecord> {
+  /** `followed`: run forward in a plan whose next step is approved too (its outcome may then be told after that step's intent sync). */
+  private async runApproved(stepId: string, actor: Actor, followed = false): Promise<StepRecord> {
     const record = this.desk.steps.get(stepId);
     // Held by the stop switch: it stays approved and runs (if its approval still holds) once the person resumes.
     if (this.desk.paused) return record;
@@ -106,7 +107,7 @@ export class ExecutionRoom {
     const timing: RunTiming = { live, start, spanRecorded: false };
     let ran: StepRecord | undefined;
     try {
-      ran = await this.run(record, actor, module, args, ctx, timing);
+      ran = await this.run(record, actor, module, args, ctx, timing, followed);
       return ran;
     } finally {
       // Closed meanwhile: the database is gone; the run's last frame still goes out.
@@ -131,6 +132,7 @@ export class ExecutionRoom {
     args: ReturnType<typeof boundAction>['args'],
     ctx: ActionContext,
     timing: RunTiming,
+    followed: boolean,
   ): Promise<StepRecord> {
     const stepId = record.step.id;
     const startedAt = timing.start.iso;
@@ -241,9 +243,10 @@ export class ExecutionRoom {
     // The outcome goes in the next group commit too; the step is heard ended only once its group is on disk.
     const writeOutcome = (durable = true) =>
       this.desk.commits.run(() => this.recordOutcome(stepId, actor, result, failure, timing), { durable });
-    // Running forward in a plan, a step that ran has its outcome committed without waiting for its sync: the
-    // plan's next step starts meanwhile, and the sync of its intent record covers this outcome (told-after-sync.ts).
-    const deferred = untold !== undefined && failure === undefined;
+    // Running forward in a plan whose next step is approved, a step that ran has its outcome committed without
+    // waiting for its sync: that step starts meanwhile, and the sync of its intent record covers this outcome
+    // (told-after-sync.ts). The plan's last step, or one before a step that waits, syncs its outcome as before.
+    const deferred = followed && untold !== undefined && failure === undefined;
     let outcome: { record: StepRecord; spanRecorded: boolean };
     try {
       outcome = await writeOutcome(!deferred);
@@ -588,7 +591,8 @@ export class ExecutionRoom {
     let broken: StepRecord | undefined;
     // An earlier step still undecided or running: later approved steps wait for it.
     let waiting = false;
-    for (const listed of this.desk.steps.planSteps(planId)) {
+    const listedSteps = this.desk.steps.planSteps(planId);
+    for (const [index, listed] of listedSteps.entries()) {
       // Stopped by the person: nothing starts and nothing is sent back; resume takes the plan up again.
       if (this.desk.closed || this.desk.paused) return;
       // Read again: running an earlier step took time, and the person may have decided this one meanwhile.
@@ -626,7 +630,12 @@ export class ExecutionRoom {
       if (waiting) continue;
       let ran: StepRecord;
       try {
-        ran = await this.runApproved(record.step.id, actor);
+        const next = listedSteps[index + 1];
+        ran = await this.runApproved(
+          record.step.id,
+          actor,
+          next !== undefined && this.desk.steps.currentStatus(next.step.id) === 'approved',
+        );
       } catch (error) {
         // Another caller moved the step first (it started it, or the person withdrew it): not this call's to run.
         if (
