@@ -16,7 +16,8 @@ import type { GroupedCommit } from './grouped-commit.js';
  * outcome record today, and no one was told it ran. The next step's effect waits for its own intent's
  * sync, which covers the earlier outcome, and for this earlier outcome's verdict (ExecutionRoom.run):
  * a failed sync (EIO) means it never starts, and the plan's caller hears STORAGE_FAILED, not executed.
- * The plan's last step, or one whose next step does not run, is told only after a sync of its own (settle).
+ * The plan's last step, or one before a step that waits, keeps its outcome's own sync (ExecutionRoom.run);
+ * whatever is still untold when the run forward ends is synced and told before its caller hears (settle).
  */
 export class ToldAfterSync {
   /** Outcomes committed since the last sync was asked for. */
