@@ -68,6 +68,11 @@ export class GroupedCommit {
   private wal: { fd: number; dev: number; ino: number } | null = null;
   /** close() came while a sync was under way: the descriptor goes when that sync returns. */
   private closing = false;
+  /**
+   * What the first failed fsync answered (onSyncFailed's error). Kept: a record committed before it may have
+   * been in the pages that fsync marked clean, so no later sync vouches for it (whenSynced).
+   */
+  private syncFailed: { error: unknown } | null = null;
 
   constructor(private readonly db: Db) {
     this.walFile =
@@ -89,6 +94,25 @@ export class GroupedCommit {
       this.scheduled = true;
       if (!this.syncing) setImmediate(() => this.flush());
     });
+  }
+
+  /**
+   * Resolves once a sync that began after this call has returned: everything committed before the call
+   * (a `durable: false` record among them) is then on disk. It joins the next group (the one a caller's
+   * next durable record goes in, when asked just before it), so it adds no sync of its own; with no group
+   * due it makes one. Rejects with the failed sync's error, and for good once any sync has failed: a record
+   * committed before a failed fsync is not proven on disk by any later one.
+   */
+  whenSynced(): Promise<void> {
+    const failed = () => {
+      if (this.syncFailed) throw this.syncFailed.error;
+    };
+    try {
+      failed();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.run(() => undefined).then(failed);
   }
 
   private flush(): void {
@@ -148,6 +172,7 @@ export class GroupedCommit {
     this.syncWal()
       .then(settle, (error: unknown) => {
         const told = this.onSyncFailed?.(error) ?? error;
+        this.syncFailed ??= { error: told };
         for (const waiter of group) waiter.reject(told);
       })
       .finally(() => {

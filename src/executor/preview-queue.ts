@@ -10,6 +10,8 @@ export interface PreviewWork {
   onError(planId: string, error: unknown): void;
   /** How many plans may preview at once, read at each start, so a policy change applies to the next one. */
   concurrency(): number;
+  /** How many previewed plans may run forward at once, apart from the previews (default: concurrency()). */
+  runConcurrency?(): number;
   /**
    * Resolves when the next unit may start: the host's requests go first (request-gate.ts). Without
    * it, a unit starts after the current turn of the event loop.
@@ -22,12 +24,22 @@ export interface PreviewWork {
  * (dry runs, container runs, diffs) are made here, several plans at a time up to the policy's
  * limit. A plan's steps preview in order and never two at once; after each step the plan goes to the
  * back of the line, so a plan of 200 steps does not hold up a plan of one.
+ *
+ * A plan whose every step is previewed runs forward (finishPlan) in a pool of its own: running it
+ * held a preview slot, so with two slots at most two auto-approved steps were ever under way, each
+ * waiting in turn for its backup's, its intent's, its file's and its outcome's syncs, while the host
+ * stood idle and the next plans' previews waited behind them. A plan is never previewed and run
+ * forward at once: scheduled meanwhile, it is previewed again once its run forward ends.
  */
 export class PreviewQueue {
   /** Plans waiting for a slot, in order of arrival (each at most once), with whom to run them for. */
   private readonly waiting = new Map<string, Actor>();
   /** Plans being previewed now, and whether they were scheduled again meanwhile. */
   private readonly active = new Map<string, { again: Actor | null }>();
+  /** Previewed plans waiting to run forward, in order, with whom to run them for. */
+  private readonly waitingToRun = new Map<string, Actor>();
+  /** Plans running forward now, and whether they were scheduled again meanwhile. */
+  private readonly runningForward = new Map<string, { again: Actor | null }>();
   private stopped = false;
   private idleWaiters: (() => void)[] = [];
 
@@ -36,11 +48,13 @@ export class PreviewQueue {
   /** Queues the plan's previews; a plan already waiting or under way is not queued twice. */
   schedule(planId: string, actor: Actor): void {
     if (this.stopped) return;
-    const running = this.active.get(planId);
+    const running = this.active.get(planId) ?? this.runningForward.get(planId);
     if (running) {
       running.again = actor;
       return;
     }
+    // Waiting to run forward: it is looked at again (previewed, then run) in the preview line instead.
+    this.waitingToRun.delete(planId);
     if (!this.waiting.has(planId)) this.waiting.set(planId, actor);
     this.pump();
   }
@@ -52,12 +66,13 @@ export class PreviewQueue {
   stop(): void {
     this.stopped = true;
     this.waiting.clear();
-    if (this.active.size === 0) this.settleIdle();
+    this.waitingToRun.clear();
+    if (this.pending === 0) this.settleIdle();
   }
 
-  /** How many plans are waiting or being previewed. */
+  /** How many plans are waiting, being previewed, or running forward (or waiting to). */
   get pending(): number {
-    return this.waiting.size + this.active.size;
+    return this.waiting.size + this.active.size + this.waitingToRun.size + this.runningForward.size;
   }
 
   /** Resolves once nothing is waiting or being previewed (tests, the benchmark, an orderly shutdown). */
@@ -74,6 +89,23 @@ export class PreviewQueue {
       this.active.set(planId, slot);
       void this.runOneStep(planId, actor).finally(() => {
         this.active.delete(planId);
+        if (slot.again && !this.waiting.has(planId)) {
+          // Scheduled again while it was previewed: looked at again in the preview line, not run forward yet.
+          this.waitingToRun.delete(planId);
+          this.waiting.set(planId, slot.again);
+        }
+        if (this.pending === 0) this.settleIdle();
+        this.pump();
+      });
+    }
+    const runLimit = Math.max(1, this.work.runConcurrency?.() ?? this.work.concurrency());
+    while (!this.stopped && this.waitingToRun.size > 0 && this.runningForward.size < runLimit) {
+      const [planId, actor] = this.waitingToRun.entries().next().value as [string, Actor];
+      this.waitingToRun.delete(planId);
+      const slot = { again: null as Actor | null };
+      this.runningForward.set(planId, slot);
+      void this.runForward(planId, actor).finally(() => {
+        this.runningForward.delete(planId);
         if (slot.again && !this.waiting.has(planId)) this.waiting.set(planId, slot.again);
         if (this.pending === 0) this.settleIdle();
         this.pump();
@@ -81,7 +113,17 @@ export class PreviewQueue {
     }
   }
 
-  /** One step of the plan; the plan then waits at the back of the line for its next step, or runs forward. */
+  /** The previewed plan run forward (finishPlan), in the run pool. */
+  private async runForward(planId: string, actor: Actor): Promise<void> {
+    try {
+      if (this.stopped) return;
+      await this.work.finishPlan(planId, actor);
+    } catch (error) {
+      if (!this.stopped) this.work.onError(planId, error);
+    }
+  }
+
+  /** One step of the plan; the plan then waits at the back of the line for its next step, or to run forward. */
   private async runOneStep(planId: string, actor: Actor): Promise<void> {
     // Begins once no request is under way, and never in the current turn of the event loop: schedule() is
     // called while a proposal is being answered, and a step's dry run (a diff, a hash) run synchronously up
@@ -95,7 +137,8 @@ export class PreviewQueue {
         if (!this.waiting.has(planId)) this.waiting.set(planId, actor);
         return;
       }
-      await this.work.finishPlan(planId, actor);
+      // Its preview slot goes to the next plan; the run forward waits for a slot of the run pool (pump).
+      if (!this.waiting.has(planId)) this.waitingToRun.set(planId, actor);
     } catch (error) {
       if (!this.stopped) this.work.onError(planId, error);
     }

@@ -21,7 +21,7 @@ import type { StepStatus } from '../domain/state-machine.js';
 import type { FileChangePreview, Preview, RunSpan, StepRecord } from '../domain/step-record.js';
 import { isAgentActor, mayAccessStep, unknownStepError } from '../domain/step-ownership.js';
 import { stepHash, type Step } from '../domain/step.js';
-import { guardPath, pathGuard, resolveThroughSymlinks } from '../policy/path-guard.js';
+import { guardPath, pathGuard, PathVerdictMemo, resolveThroughSymlinks } from '../policy/path-guard.js';
 import { weighEffects, type EffectRating } from '../policy/command-effects.js';
 import { evaluateStep as evaluateHints } from '../policy/evaluate-step.js';
 import { filesystemIgnoresCase } from '../policy/path-patterns.js';
@@ -198,6 +198,12 @@ export class StepDesk {
   /** recordTraitsOf's answers, per step, under the policy they were decided with. */
   private readonly stepTraits = new Map<string, { policy: Policy; traits: StepRecordTraits }>();
   private imageDigestAsked = false;
+  /**
+   * The path verdicts of the plans weighed so far (PathVerdictMemo): a plan run forward weighs its
+   * step on the tree the plan leaves before each step runs, and each write of that tree keeps its
+   * verdict while its path, the roots and the data directory resolve as they did.
+   */
+  private readonly pathVerdicts = new PathVerdictMemo();
 
   constructor(options: StepDeskOptions) {
     const { dataDir, db, auditLog } = options;
@@ -497,7 +503,7 @@ export class StepDesk {
     const views =
       plan ?? stepsStillPlanned(this.steps.planStepViews(step.planId, { statuses: PENDING, andStepId: step.id }), step.id, PENDING);
     const roots = this.policy.workspaceRoots;
-    return new PlannedTree(plannedWritesOf(views, roots, this.dataDir), filesystemIgnoresCase(roots[0]));
+    return new PlannedTree(plannedWritesOf(views, roots, this.dataDir, this.pathVerdicts), filesystemIgnoresCase(roots[0]));
   }
 
   /**
@@ -515,7 +521,7 @@ export class StepDesk {
     const plan = this.steps.planStepViews(step.planId, { statuses: PENDING, andStepId: step.id });
     const position = plan.find((record) => record.step.id === step.id)?.position ?? Infinity;
     // One pass over the plan's paths: each folder resolved once (pathGuard).
-    const guard = pathGuard(roots, this.dataDir);
+    const guard = pathGuard(roots, this.dataDir, this.pathVerdicts);
     for (const record of plan) {
       if (record.position >= position || !PENDING.includes(record.status)) continue;
       const earlier = record.step;

@@ -85,6 +85,10 @@ function relativeInside(realRoot: string, realPath: string): string {
 /** How a guard finds real paths and compares them: the plain functions, or the memo of one pass over many paths (pathGuard). */
 interface RealPaths {
   through(absolutePath: string): string;
+  /** One pass's memo only (memoizedRealPaths): what PathVerdictMemo checks a kept verdict by. */
+  byFolder?(absolutePath: string): { parent: string; name: string } | null;
+  stillThrough?(kept: KeptVerdict): boolean;
+  folder?(dir: string): string;
   orSelf(absolutePath: string): string;
   resolved(somePath: string): string;
   inside(parent: string, child: string): boolean;
@@ -198,11 +202,9 @@ function memoizedRealPaths(): RealPaths {
     }
     return real;
   };
-  const through = (absolutePath: string): string => {
-    const parent = path.dirname(absolutePath);
-    // A trailing separator makes lstat follow a last link (and a link to a file answer ENOTDIR): resolved in full.
-    if (parent === absolutePath || absolutePath.endsWith(path.sep)) return resolveThroughSymlinks(absolutePath);
-    let link = listings.isLink(parent, path.basename(absolutePath));
+  /** Whether the name in its folder is a link, by the folder's listing or an lstat. */
+  const isLink = (absolutePath: string, parent: string, name: string): boolean => {
+    let link = listings.isLink(parent, name);
     if (link === undefined) {
       try {
         // Most paths a plan's pass asks about do not exist yet (its later writes): answered without an
@@ -212,13 +214,36 @@ function memoizedRealPaths(): RealPaths {
         link = false;
       }
     }
+    return link;
+  };
+  /** Where `through` takes a path by its folder (the path's own name not a link), or null where it resolves the path in full. */
+  const byFolder = (absolutePath: string): { parent: string; name: string } | null => {
+    const parent = path.dirname(absolutePath);
+    // A trailing separator makes lstat follow a last link (and a link to a file answer ENOTDIR): resolved in full.
+    if (parent === absolutePath || absolutePath.endsWith(path.sep)) return null;
+    const name = path.basename(absolutePath);
+    return isLink(absolutePath, parent, name) ? null : { parent, name };
+  };
+  const through = (absolutePath: string): string => {
     // Missing (or unreadable): resolveThroughSymlinks goes on with its parent, as here. A link is followed
     // as resolveThroughSymlinks follows it (dangling ones too); anything else is its folder's real path and its name.
-    return link ? resolveThroughSymlinks(absolutePath) : path.join(folder(parent), path.basename(absolutePath));
+    const parts = byFolder(absolutePath);
+    return parts === null ? resolveThroughSymlinks(absolutePath) : path.join(folder(parts.parent), parts.name);
+  };
+  /** Whether `through` takes the path (its parent and name as given) to `realPath` again, without making the string. */
+  const stillThrough = (kept: KeptVerdict): boolean => {
+    if (kept.byFolder === null) return through(kept.absolutePath) === kept.realPath;
+    const { parent, name, folderReal } = kept.byFolder;
+    return isLink(kept.absolutePath, parent, name)
+      ? resolveThroughSymlinks(kept.absolutePath) === kept.realPath
+      : folder(parent) === folderReal;
   };
   const resolvedPaths = new Map<string, string>();
   return {
     through,
+    byFolder,
+    stillThrough,
+    folder,
     inside: folderwiseInside(),
     resolved: (somePath) => {
       let resolved = resolvedPaths.get(somePath);
@@ -244,9 +269,70 @@ function memoizedRealPaths(): RealPaths {
  * paths found once per folder (memoizedRealPaths). Use a guard for one pass and drop it: it does not
  * see a folder replaced by a link after it resolved it.
  */
-export function pathGuard(roots: readonly string[], dataDir: string): (requested: string) => PathVerdict {
+export function pathGuard(roots: readonly string[], dataDir: string, verdicts?: PathVerdictMemo): (requested: string) => PathVerdict {
   const realPaths = memoizedRealPaths();
-  return (requested) => guardPathWith(requested, roots, dataDir, realPaths);
+  if (!verdicts) return (requested) => guardPathWith(requested, roots, dataDir, realPaths);
+  // What this pass found the roots and the data directory to be: a kept verdict holds only under the same.
+  let setting: string | undefined;
+  const settingOfPass = () =>
+    (setting ??= [dataDir, realPaths.orSelf(dataDir), ...roots.flatMap((root) => [root, realPaths.orSelf(root)])].join('\0'));
+  return (requested) => {
+    const kept = verdicts.get(requested);
+    // Only the real path is read again (this pass's own lstat or listing, and its folder's resolution):
+    // the rest of the verdict follows from it, the request and the setting, without touching the disk.
+    if (kept && kept.setting === settingOfPass() && realPaths.stillThrough!(kept)) return kept.verdict;
+    const verdict = guardPathWith(requested, roots, dataDir, realPaths);
+    const absolutePath = path.isAbsolute(requested)
+      ? path.normalize(requested)
+      : roots.length > 0
+        ? path.resolve(roots[0]!, requested)
+        : null;
+    if (absolutePath !== null && (verdict.ok || verdict.code === 'PATH_OUTSIDE_ROOT')) {
+      const parts = realPaths.byFolder!(absolutePath);
+      const folderReal = parts && realPaths.folder!(parts.parent);
+      verdicts.set(requested, {
+        setting: settingOfPass(),
+        absolutePath,
+        realPath: parts === null ? realPaths.through(absolutePath) : path.join(folderReal!, parts.name),
+        byFolder: parts && { ...parts, folderReal: folderReal! },
+        verdict,
+      });
+    }
+    return verdict;
+  };
+}
+
+/** A verdict kept, with what it followed from: the setting, the path, and how the path resolved (by its folder, or in full). */
+interface KeptVerdict {
+  setting: string;
+  absolutePath: string;
+  realPath: string;
+  /** Its name not a link: the real path is its folder's real path and its name. Null: resolved in full. */
+  byFolder: { parent: string; name: string; folderReal: string } | null;
+  verdict: PathVerdict;
+}
+
+/**
+ * The verdicts of earlier passes, by requested path (PathVerdictMemo): a plan's 500 writes weighed
+ * again before each of its steps runs, each verdict re-made from scratch although nothing it depends
+ * on changed. A verdict is a function of the request, the roots and the data directory as they
+ * resolve, and the request's real path; a later pass reuses it only when it resolved all of those to
+ * the same (its own reads of the disk, as any pass makes them), so it answers what guardPath would.
+ */
+export class PathVerdictMemo {
+  private readonly kept = new Map<string, KeptVerdict>();
+
+  constructor(private readonly limit = 20_000) {}
+
+  get(requested: string): KeptVerdict | undefined {
+    return this.kept.get(requested);
+  }
+
+  set(requested: string, entry: KeptVerdict): void {
+    // Bounded: a long-lived host weighs many plans; the oldest verdicts are only ever made again.
+    if (this.kept.size >= this.limit) this.kept.clear();
+    this.kept.set(requested, entry);
+  }
 }
 
 /** resolveThroughSymlinks for many paths in one pass (see pathGuard). */

@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Preview } from '../domain/step-record.js';
 import type { Step } from '../domain/step.js';
 import { readRegularFileSync } from '../fs/regular-file.js';
-import { pathGuard, symlinkResolver } from './path-guard.js';
+import { pathGuard, symlinkResolver, type PathVerdictMemo } from './path-guard.js';
 
 /**
  * The workspace as it will be after some changes are applied: the disk now, with the files a plan's
@@ -72,14 +72,16 @@ export class PlannedTree implements TreeAfter {
     private readonly base: TreeAfter = DISK_TREE,
   ) {
     for (const write of writes) {
-      const key = this.key(write.absolutePath);
-      const contents = this.files.get(key) ?? [];
-      if (write.content) contents.push(write.content);
-      this.files.set(key, contents);
+      // Resolved once: the folders above a resolved path are resolved already (path.dirname keeps it so).
+      const normalized = path.resolve(write.absolutePath);
+      const key = this.caseInsensitive ? normalized.toLowerCase() : normalized;
+      const contents = this.files.get(key);
+      if (contents === undefined) this.files.set(key, write.content ? [write.content] : []);
+      else if (write.content) contents.push(write.content);
       // Every folder above a written file exists once it is written. A folder met already had its own
       // folders added with it: a plan's 500 files in one folder walk up from it once, not 500 times.
-      for (let dir = path.dirname(write.absolutePath); dir !== path.dirname(dir); dir = path.dirname(dir)) {
-        const folder = this.key(dir);
+      for (let dir = path.dirname(normalized); dir !== path.dirname(dir); dir = path.dirname(dir)) {
+        const folder = this.caseInsensitive ? dir.toLowerCase() : dir;
         if (this.folders.has(folder)) break;
         this.folders.add(folder);
       }
@@ -125,24 +127,41 @@ export function stepsStillPlanned<View extends PlanStepView & { status: string }
   return plan.filter((view) => view.step.id === weighedStepId || pending.includes(view.status));
 }
 
+/** The write each step (as parsed once: step-repository's ParsedSteps) was last laid as, by its step. */
+const writesOfSteps = new WeakMap<Step, PlannedWrite>();
+
 /**
  * The writes a plan's steps make, as real paths: each writeFile's path and content, and the files a
  * command's previewed changeset leaves. A step whose path leaves the roots writes nothing (it is denied).
  * Read for every step a plan previews and runs: its paths are resolved in one pass (pathGuard), each
- * folder once, so a plan of 500 writes into one folder is not 500 × 500 realpaths.
+ * folder once, so a plan of 500 writes into one folder is not 500 × 500 realpaths. `verdicts`: the
+ * verdicts of earlier passes, reused where this pass resolves a path to the same (PathVerdictMemo).
  */
-export function plannedWritesOf(plan: readonly PlanStepView[], roots: readonly string[], dataDir: string): PlannedWrite[] {
+export function plannedWritesOf(
+  plan: readonly PlanStepView[],
+  roots: readonly string[],
+  dataDir: string,
+  verdicts?: PathVerdictMemo,
+): PlannedWrite[] {
   const writes: PlannedWrite[] = [];
-  const guard = pathGuard(roots, dataDir);
+  const guard = pathGuard(roots, dataDir, verdicts);
   const resolveThroughSymlinks = symlinkResolver();
   for (const { step, preview } of plan) {
     if (step.action === 'writeFile') {
       const verdict = guard(step.args.path);
-      if (verdict.ok)
-        writes.push({
+      if (!verdict.ok) continue;
+      // The same write as the last pass made for this step (a plan run forward lays its 500 writes again
+      // before each step): kept while its path resolves to the same, so a pass makes no garbage for it.
+      const kept = writesOfSteps.get(step);
+      if (kept?.absolutePath === verdict.realPath) writes.push(kept);
+      else {
+        const write = {
           absolutePath: verdict.realPath,
           content: () => Buffer.from(step.args.content, step.args.encoding === 'base64' ? 'base64' : 'utf8'),
-        });
+        };
+        writesOfSteps.set(step, write);
+        writes.push(write);
+      }
     } else if (step.action === 'runCommand' && preview?.kind === 'commandRun' && roots.length > 0) {
       // The changeset's paths are relative to the root the command's working directory is in.
       const cwd = resolveThroughSymlinks(step.args.cwd ? path.resolve(roots[0]!, step.args.cwd) : roots[0]!);

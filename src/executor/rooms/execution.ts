@@ -20,6 +20,7 @@ import { stepHash, stepHashHolds, type Step } from '../../domain/step.js';
 import type { TransitionPatch } from '../../store/step-repository.js';
 import { isNoSpace } from '../../store/storage-errors.js';
 import type { LiveRun } from '../live-runs.js';
+import { ToldAfterSync } from '../told-after-sync.js';
 import { DEFERRABLE, keptPreviewError, PENDING, POLICY_ACTOR, previewHashOf, type StepDesk } from '../step-desk.js';
 
 /** A real run under way: its live view, when it began, and whether its span was recorded with its outcome. */
@@ -40,6 +41,9 @@ export interface ExecutionPort {
  * runs forward in order, sending back to the person what an earlier step's end has left unsure.
  */
 export class ExecutionRoom {
+  /** Each plan running forward now (under its lock): what it has done and not told yet (told-after-sync.ts). */
+  private readonly untold = new Map<string, ToldAfterSync>();
+
   constructor(
     private readonly desk: StepDesk,
     private readonly port: ExecutionPort,
@@ -56,7 +60,8 @@ export class ExecutionRoom {
     return this.desk.planLocks.withPlan(record.step.planId, () => this.runApproved(stepId, actor));
   }
 
-  private async runApproved(stepId: string, actor: Actor): Promise<StepRecord> {
+  /** `followed`: run forward in a plan whose next step is approved too (its outcome may then be told after that step's intent sync). */
+  private async runApproved(stepId: string, actor: Actor, followed = false): Promise<StepRecord> {
     const record = this.desk.steps.get(stepId);
     // Held by the stop switch: it stays approved and runs (if its approval still holds) once the person resumes.
     if (this.desk.paused) return record;
@@ -102,7 +107,7 @@ export class ExecutionRoom {
     const timing: RunTiming = { live, start, spanRecorded: false };
     let ran: StepRecord | undefined;
     try {
-      ran = await this.run(record, actor, module, args, ctx, timing, contentCheck);
+      ran = await this.run(record, actor, module, args, ctx, timing, contentCheck, followed);
       return ran;
     } finally {
       // Closed meanwhile: the database is gone; the run's last frame still goes out.
@@ -128,6 +133,7 @@ export class ExecutionRoom {
     ctx: ActionContext,
     timing: RunTiming,
     contentCheck: Promise<ContentLost | null>,
+    followed: boolean,
   ): Promise<StepRecord> {
     const stepId = record.step.id;
     const startedAt = timing.start.iso;
@@ -157,7 +163,7 @@ export class ExecutionRoom {
       const current = changes.map((change) => ({ path: change.displayPath, preHash: change.preHash, postHash: change.postHash }));
       if (sha256Hex(canonicalJson(fileChangesIdentity(current))) !== record.approval.previewHash) {
         const preview: Preview = { kind: 'fileChanges', files: await previewFileChangesOffLoop(changes) };
-        return this.desk.emitStep(
+        return this.tell(
           this.desk.steps.transition(
             stepId,
             'awaiting_consent',
@@ -180,6 +186,9 @@ export class ExecutionRoom {
     // The new content starts to its temporary file beside the target now (a write's: prepareAhead), while the backup
     // and the intent record are written: nothing anyone sees, and taken back unless the step goes on to apply.
     ready.prepareAhead?.();
+    // Running forward in a plan: the outcome of the plan's step before, committed and not synced, is
+    // synced by this step's intent group (asked first, so never in a later one), and told then (told-after-sync.ts).
+    const untold = this.untold.get(record.step.planId);
     let running: StepRecord | null = null;
     try {
       let backups;
@@ -196,6 +205,7 @@ export class ExecutionRoom {
       await this.desk.requests.whenClearOfOthers();
       // The intent record goes in the next group commit (step-desk.ts commits): with other plans' records
       // of the same turn, in one sync to disk. Nothing is applied before its group is on disk.
+      const earlier = untold?.sync();
       const intent = this.desk.commits.run(() => {
         // The host answered requests while it backed up (and until this group): a Cancel, a reject, the stop switch
         // or a hold on a full disk among them means nothing is applied.
@@ -213,24 +223,29 @@ export class ExecutionRoom {
           },
         );
       });
+      let intended: StepRecord | null;
       try {
-        running = await intent;
+        intended = await intent;
       } catch (error) {
         // The intent record could not be kept: nothing was applied, and the step waits, approved, for room.
         if (isNoSpace(error) && !this.desk.closed && this.stillApproved(stepId))
           throw this.desk.holdForStorage(error, { stepId, planId: record.step.planId });
         throw error;
       }
-      if (!running) {
+      // The earlier step's outcome is on disk (and told), or its sync failed: then nothing of this step is applied.
+      // (A failed sync holds the host, so this step's intent, in the same group, was not recorded either.)
+      if (earlier) await earlier;
+      if (!intended) {
         if (this.desk.hold.active && !this.desk.closed && this.stillApproved(stepId))
           throw this.desk.holdForStorage(this.desk.hold.error(), { stepId, planId: record.step.planId });
         return this.desk.steps.get(stepId);
       }
+      running = intended;
     } finally {
       // No backup, no intent record, or taken back meanwhile: its temporary file goes, and nothing was applied.
       if (running === null) await ready.discardPrepared?.();
     }
-    this.desk.emitStep(running);
+    this.tell(running);
     // Marked outside the database before any effect: should executor.db lose this record with its WAL, the next open still knows the step ran.
     this.desk.auditLog.writtenHead?.stepStarted(stepId);
 
@@ -243,10 +258,15 @@ export class ExecutionRoom {
     }
     // The step's changes are applied (or partly): a failure from here on is said as that, never as "nothing was changed".
     // The outcome goes in the next group commit too; the step is heard ended only once its group is on disk.
-    const writeOutcome = () => this.desk.commits.run(() => this.recordOutcome(stepId, actor, result, failure, timing));
+    const writeOutcome = (durable = true) =>
+      this.desk.commits.run(() => this.recordOutcome(stepId, actor, result, failure, timing), { durable });
+    // Running forward in a plan whose next step is approved, a step that ran has its outcome committed without
+    // waiting for its sync: that step starts meanwhile, and the sync of its intent record covers this outcome
+    // (told-after-sync.ts). The plan's last step, or one before a step that waits, syncs its outcome as before.
+    const deferred = followed && untold !== undefined && failure === undefined;
     let outcome: { record: StepRecord; spanRecorded: boolean };
     try {
-      outcome = await writeOutcome();
+      outcome = await writeOutcome(!deferred);
     } catch (error) {
       if (!isNoSpace(error) || this.desk.closed) {
         outcome = await this.desk.recordAfterEffect(stepId, failure === undefined, () => {
@@ -282,9 +302,16 @@ export class ExecutionRoom {
         throw this.desk.heldError(planId);
       }
     }
+    if (deferred && outcome.spanRecorded && outcome.record.status === 'executed') {
+      timing.spanRecorded = true;
+      untold.defer(outcome.record);
+      return outcome.record;
+    }
+    // Committed without its sync but not executed (Cancel came while it applied): on disk before its caller hears of it.
+    if (deferred) await this.desk.commits.whenSynced();
     if (!outcome.spanRecorded) return outcome.record;
     timing.spanRecorded = true;
-    return this.desk.emitStep(outcome.record);
+    return this.tell(outcome.record);
   }
 
   /**
@@ -439,7 +466,7 @@ export class ExecutionRoom {
    */
   private askForBuildConsent(stepId: string, error: ExecutorError): StepRecord {
     if (this.desk.closed || this.desk.steps.currentStatus(stepId) !== 'approved') return this.desk.steps.get(stepId);
-    return this.desk.emitStep(
+    return this.tell(
       this.desk.steps.transition(
         stepId,
         'awaiting_consent',
@@ -471,7 +498,7 @@ export class ExecutionRoom {
     );
     const previewHash = previewHashOf(drift.preview);
     const { evaluation } = this.desk.evaluateByEffects(record.step, this.desk.evaluateStep(record.step), drift.preview);
-    return this.desk.emitStep(
+    return this.tell(
       this.desk.steps.transition(
         stepId,
         'awaiting_consent',
@@ -499,6 +526,12 @@ export class ExecutionRoom {
     });
   }
 
+  /** Tells a step's change: behind what its plan running forward has not told yet (told-after-sync.ts), else now. */
+  private tell(record: StepRecord): StepRecord {
+    const untold = this.untold.get(record.step.planId);
+    return untold ? untold.tell(record) : this.desk.emitStep(record);
+  }
+
   /** A failure before any effect (e.g. the path now leads outside the root): straight to failed. */
   private failBeforeStart(stepId: string, actor: Actor, error: unknown): StepRecord {
     // Marked on the error, so every surface (the agent's outcome words among them) can say nothing changed.
@@ -523,7 +556,7 @@ export class ExecutionRoom {
         throw this.desk.holdForStorage(recordError, { stepId, planId: this.desk.steps.get(stepId).step.planId });
       throw recordError;
     }
-    return this.desk.emitStep(failed);
+    return this.tell(failed);
   }
 
   private stillApproved(stepId: string): boolean {
@@ -545,12 +578,37 @@ export class ExecutionRoom {
     return this.desk.planLocks.withPlan(planId, () => this.runPlanForward(planId, actor));
   }
 
-  /** advancePlan's body; the caller holds the plan's lock. */
+  /**
+   * advancePlan's body; the caller holds the plan's lock. Returns (or throws) only once every step it ran
+   * is on disk and told: a failed sync is the caller's STORAGE_FAILED, never an executed it heard.
+   */
   private async runPlanForward(planId: string, actor: Actor): Promise<void> {
+    const untold = new ToldAfterSync(this.desk.commits, (record) => this.desk.emitStep(record));
+    this.untold.set(planId, untold);
+    let failed: { error: unknown } | null = null;
+    try {
+      await this.stepsForward(planId, actor);
+    } catch (error) {
+      failed = { error };
+    }
+    try {
+      await untold.settle();
+    } catch (error) {
+      // Closed meanwhile: the plan stops without a word, as before; its last outcome is in the WAL, which closing the database syncs.
+      if (!this.desk.closed) failed ??= { error };
+    } finally {
+      this.untold.delete(planId);
+    }
+    if (failed) throw failed.error;
+  }
+
+  /** runPlanForward's steps, each run in turn. */
+  private async stepsForward(planId: string, actor: Actor): Promise<void> {
     let broken: StepRecord | undefined;
     // An earlier step still undecided or running: later approved steps wait for it.
     let waiting = false;
-    for (const listed of this.desk.steps.planSteps(planId)) {
+    const listedSteps = this.desk.steps.planSteps(planId);
+    for (const [index, listed] of listedSteps.entries()) {
       // Stopped by the person: nothing starts and nothing is sent back; resume takes the plan up again.
       if (this.desk.closed || this.desk.paused) return;
       // Read again: running an earlier step took time, and the person may have decided this one meanwhile.
@@ -588,7 +646,12 @@ export class ExecutionRoom {
       if (waiting) continue;
       let ran: StepRecord;
       try {
-        ran = await this.runApproved(record.step.id, actor);
+        const next = listedSteps[index + 1];
+        ran = await this.runApproved(
+          record.step.id,
+          actor,
+          next !== undefined && this.desk.steps.currentStatus(next.step.id) === 'approved',
+        );
       } catch (error) {
         // Another caller moved the step first (it started it, or the person withdrew it): not this call's to run.
         if (
@@ -641,7 +704,7 @@ export class ExecutionRoom {
   }
 
   private sendBack(record: StepRecord, reason: string, broken: StepRecord | undefined, evaluation?: Evaluation): StepRecord {
-    return this.desk.emitStep(
+    return this.tell(
       this.desk.steps.transition(record.step.id, 'awaiting_consent', POLICY_ACTOR, evaluation ? { evaluation } : {}, {
         kind: 'step.reconsent',
         detail: { reason, ...(broken ? { blockedBy: { stepId: broken.step.id, status: broken.status } } : {}) },

@@ -18,6 +18,15 @@ import { cancelStoredSteps } from '../incomplete-plans.js';
 import { PreviewQueue } from '../preview-queue.js';
 import { DEFERRABLE, keptPreviewError, PENDING, POLICY_ACTOR, previewHashOf, type StepDesk } from '../step-desk.js';
 
+/**
+ * How many previewed plans run forward at once (preview-queue.ts), beside the previews. An
+ * auto-approved small write spends most of its run waiting for syncs (its backup, its intent, its
+ * file, its outcome): four under way share group commits and keep the host busy where two left it
+ * idle half the time. A command's real run holds a sandbox: four at once is still few for a machine
+ * that runs agents' plans.
+ */
+const PLANS_RUN_FORWARD_AT_ONCE = 4;
+
 /** A dry run's answer: the preview and the hash consent binds to, or why there is none. */
 type PreviewOutcome = { ok: true; preview: Preview; previewHash: string } | { ok: false; error: string };
 
@@ -53,6 +62,7 @@ export class ProposalsRoom {
       finishPlan: (planId, actor) => this.finishPreviewedPlan(planId, actor),
       onError: (planId, error) => this.recordPreviewFailure(planId, error),
       concurrency: () => desk.policy.preparation.concurrency,
+      runConcurrency: () => Math.max(PLANS_RUN_FORWARD_AT_ONCE, desk.policy.preparation.concurrency),
       yieldToRequests: () => desk.requests.whenClear(),
     });
     // Any step's change may leave a later step's dry run built on a plan that no longer holds (an

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { GroupedCommit } from '../../../src/executor/grouped-commit.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 import { closeAfter } from '../../helpers/teardown.js';
@@ -91,6 +91,58 @@ describe('GroupedCommit', () => {
     expect(mixed.map((outcome) => outcome.status)).toEqual(['rejected', 'rejected']);
     expect(db.pragma('synchronous', { simple: true })).toBe(2);
   });
+
+  it.runIf(process.platform === 'linux')(
+    'whenSynced: resolves once a WAL sync that began after it returned, riding in the next group; after a failed sync, never again',
+    async () => {
+      const dir = tempDir();
+      const db = openDb(dir);
+      const wal = fs.realpathSync(path.join(dir, 'grouped.db-wal'));
+      const commits = new GroupedCommit(db);
+      const syncs: { began: number; returned: number | null }[] = [];
+      let clock = 0;
+      let failNext = false;
+      const fsync = fs.fsync.bind(fs);
+      const spy = vi.spyOn(fs, 'fsync').mockImplementation(((fd: number, callback: (error: NodeJS.ErrnoException | null) => void) => {
+        if (fs.readlinkSync(`/proc/self/fd/${fd}`) !== wal) return fsync(fd, callback);
+        const sync = { began: ++clock, returned: null as number | null };
+        syncs.push(sync);
+        if (failNext) {
+          failNext = false;
+          return process.nextTick(() => callback(Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' })));
+        }
+        return fsync(fd, (error) => {
+          sync.returned = ++clock;
+          callback(error);
+        });
+      }) as typeof fs.fsync);
+      try {
+        await commits.run(insert(db, 'outcome'), { durable: false });
+        expect(syncs).toHaveLength(0);
+        const askedAt = ++clock;
+        // Asked just before the next durable record: both ride in one group, one sync.
+        const synced = commits.whenSynced().then(() => ++clock);
+        await commits.run(insert(db, 'intent'));
+        const heardAt = await synced;
+        expect(syncs).toHaveLength(1);
+        expect(syncs[0]!.began).toBeGreaterThan(askedAt);
+        expect(syncs[0]!.returned).toBeLessThan(heardAt);
+        // With nothing else due it makes a group of its own.
+        await commits.run(insert(db, 'last outcome'), { durable: false });
+        await commits.whenSynced();
+        expect(syncs).toHaveLength(2);
+        // A failed sync: the records before it are not proven on disk by any later sync, so whenSynced fails from then on.
+        commits.onSyncFailed = (error) => Object.assign(new Error('held'), { cause: error });
+        await commits.run(insert(db, 'unsynced outcome'), { durable: false });
+        failNext = true;
+        await expect(commits.whenSynced()).rejects.toThrow('held');
+        await expect(commits.run(insert(db, 'later'))).resolves.toBeGreaterThan(0);
+        await expect(commits.whenSynced()).rejects.toThrow('held');
+      } finally {
+        spy.mockRestore();
+      }
+    },
+  );
 
   it.runIf(process.platform === 'linux')('syncs the WAL through one descriptor kept open, closed with close()', async () => {
     const dir = tempDir();

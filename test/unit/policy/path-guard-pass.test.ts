@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { guardPath, pathGuard } from '../../../src/policy/path-guard.js';
+import { guardPath, pathGuard, PathVerdictMemo } from '../../../src/policy/path-guard.js';
 import { tempDir } from '../../helpers/temp-dirs.js';
 
 /*
@@ -138,5 +138,73 @@ describe('pathGuard (one pass over many paths)', () => {
     expect(guard('via/one.txt')).toMatchObject({ ok: true, realPath: path.join(root, 'real', 'one.txt') });
     expect(guard('via/two.txt')).toMatchObject({ ok: true, realPath: path.join(root, 'real', 'two.txt') });
     expect(guard('via/into-data')).toMatchObject({ ok: false, code: 'PATH_OUTSIDE_ROOT' });
+  });
+
+  it('reuses a verdict of an earlier pass only while the path still resolves as it did: the tree changed between passes', () => {
+    fc.assert(
+      fc.property(
+        fc.array(entry, { maxLength: 10 }),
+        // Between the passes: entries added, and some folders (and files) replaced by links (to outside, into the data directory…).
+        fc.array(entry, { maxLength: 10 }),
+        fc.array(
+          fc.tuple(
+            segments,
+            fc.constantFrom('outside', 'data', 'sibling', 'root') as fc.Arbitrary<'outside' | 'data' | 'sibling' | 'root'>,
+          ),
+          {
+            maxLength: 3,
+          },
+        ),
+        fc.array(fc.tuple(fc.boolean(), requestedSegments), { minLength: 1, maxLength: 12 }),
+        fc.constantFrom('one root', 'data inside root'),
+        (before, added, replaced, requests, layout) => {
+          const base = tempDir();
+          const root = path.join(base, 'root');
+          const dirs = {
+            root,
+            outside: path.join(base, 'outside'),
+            dataDir: layout === 'data inside root' ? path.join(root, 'c') : path.join(base, 'data'),
+          };
+          for (const dir of Object.values(dirs)) fs.mkdirSync(dir, { recursive: true });
+          build(before, dirs);
+          const memo = new PathVerdictMemo();
+          const asked = requests.map(([absolute, parts]) => (absolute ? `${root}/${parts.join('/')}` : parts.join('/')));
+          const first = pathGuard([root], dirs.dataDir, memo);
+          for (const requested of asked) expect(first(requested)).toEqual(guardPath(requested, [root], dirs.dataDir));
+          for (const [at, to] of replaced) {
+            const target = path.join(root, ...at);
+            if (target === dirs.dataDir) continue;
+            try {
+              fs.rmSync(target, { recursive: true, force: true });
+            } catch {
+              continue; // reached through a link: not a place this test replaces
+            }
+            build([{ kind: 'link', at, to, sibling: 'a' }], dirs);
+          }
+          build(added, dirs);
+          // Two passes after the change: the first may find kept verdicts stale, the second reuses what the first kept.
+          for (const pass of [pathGuard([root], dirs.dataDir, memo), pathGuard([root], dirs.dataDir, memo)])
+            for (const requested of asked) expect(pass(requested)).toEqual(guardPath(requested, [root], dirs.dataDir));
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
+  it('keeps no verdict across a change of roots or data directory', () => {
+    const base = tempDir();
+    const root = path.join(base, 'root');
+    const other = path.join(base, 'other');
+    fs.mkdirSync(path.join(root, 'a'), { recursive: true });
+    fs.mkdirSync(other);
+    const memo = new PathVerdictMemo();
+    const requested = path.join(root, 'a', 'x.txt');
+    expect(pathGuard([root], path.join(base, 'data'), memo)(requested)).toMatchObject({ ok: true });
+    expect(pathGuard([other], path.join(base, 'data'), memo)(requested)).toMatchObject({ ok: false, code: 'PATH_OUTSIDE_ROOT' });
+    expect(pathGuard([root], path.join(root, 'a'), memo)(requested)).toMatchObject({ ok: false, code: 'PATH_OUTSIDE_ROOT' });
+    // The root itself made a link elsewhere: the same request, the same memo, resolved afresh.
+    fs.renameSync(root, path.join(base, 'moved'));
+    fs.symlinkSync(other, root);
+    expect(pathGuard([root], path.join(base, 'data'), memo)(requested)).toEqual(guardPath(requested, [root], path.join(base, 'data')));
   });
 });
