@@ -323,19 +323,36 @@ function fsyncDirectory(dir: string): void {
   }
 }
 
-/** Removes temporary siblings a crash left behind mid-write; the target itself is untouched. */
+/** The random part of a temporary file's name: 6 bytes as hex (tempName's callers). */
+const TEMP_SUFFIX = /^[0-9a-f]{12}$/;
+
+/**
+ * Removes temporary siblings a crash left behind mid-write; the target itself is untouched. Only a name exactly as
+ * tempName makes it (its 12 hex digits) and only a regular file: a person's own file named near it, or a folder or link
+ * so named (an agent can make one beside a write's target), is not this host's and stays, and never stops the open.
+ */
 export function removeStaleTempFiles(target: string): string[] {
   const dir = path.dirname(target);
-  const prefix = tempName(target, '');
+  const [head, tail] = tempName(target, '\0').split('\0') as [string, string];
   let names: string[];
   try {
     names = fs.readdirSync(dir);
   } catch {
     return [];
   }
-  const stale = names.filter((name) => name.startsWith(prefix.slice(0, -'.tmp'.length)) && name.endsWith('.tmp'));
-  for (const name of stale) fs.rmSync(path.join(dir, name), { force: true });
-  return stale.map((name) => path.join(dir, name));
+  const removed: string[] = [];
+  for (const name of names) {
+    if (!name.startsWith(head) || !name.endsWith(tail) || !TEMP_SUFFIX.test(name.slice(head.length, name.length - tail.length))) continue;
+    const found = path.join(dir, name);
+    try {
+      if (!fs.lstatSync(found).isFile()) continue;
+      fs.unlinkSync(found);
+      removed.push(found);
+    } catch {
+      /* gone meanwhile, or not ours to remove: a leftover kept is only space, a failed open is the host lost */
+    }
+  }
+  return removed;
 }
 
 /** O_NOFOLLOW where the platform has it (not on Windows, which has no such flag in Node). */
