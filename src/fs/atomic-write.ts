@@ -10,6 +10,9 @@ import type { CreatedDirectory } from '../domain/created-directory.js';
 import { createMissingDirectories, removeDirectoriesQuietly, type DirectoryLedger } from './created-directories.js';
 import { DISK_THREAD_MAX_BYTES, fsyncFoldersOnDiskThread, writePrivateFileOnDiskThread, writeWholeAndSync } from './disk-thread.js';
 
+/** A folder opened to fsync: O_DIRECTORY, so a named pipe put in its place fails at once instead of waiting forever for a writer. */
+const FOLDER_FOR_FSYNC = fs.constants.O_RDONLY | (fs.constants.O_DIRECTORY ?? 0);
+
 /**
  * Writes a file so that a crash, a full disk or a failing device leaves either the old or the new
  * content, never a mix: the bytes go to a temporary sibling, every byte is written (a short write is
@@ -315,7 +318,7 @@ async function fsyncDirectoryAsync(dir: string): Promise<void> {
 function fsyncDirectory(dir: string): void {
   // Windows cannot open directories for fsync; there the rename is as durable as the OS makes it.
   if (process.platform === 'win32') return;
-  const fd = fs.openSync(dir, 'r');
+  const fd = fs.openSync(dir, FOLDER_FOR_FSYNC);
   try {
     fs.fsyncSync(fd);
   } finally {
