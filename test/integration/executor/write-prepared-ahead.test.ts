@@ -98,4 +98,33 @@ describe('a write prepared ahead of its intent record', () => {
     expect(fs.readFileSync(path.join(folder, 'inside.txt'), 'utf8')).toBe('mine\n');
     expect(executor.getStep('kept').status).toBe('approved');
   });
+  it('a host killed after a Cancel came while the temporary file was still being written: the next open removes that file too', async () => {
+    const { dataDir, workspace } = tempSetup();
+    const target = path.join(workspace, 'withdrawn.txt');
+    fs.writeFileSync(target, 'before\n');
+    {
+      const executor = Executor.open(dataDir);
+      const [, waiting] = await executor.propose(
+        {
+          planId: 'plan',
+          steps: [
+            { id: 'first', action: 'writeFile', args: { path: path.join(workspace, 'first.txt'), content: 'first\n' } },
+            { id: 'withdrawn', action: 'writeFile', args: { path: target, content: 'after\n' } },
+          ],
+        },
+        person,
+      );
+      expect((await executor.approve('withdrawn', person, { previewHash: waiting!.previewHash })).status).toBe('approved');
+      // The person's no commits at once; the run takes its temporary file back only once that file's write returns.
+      expect((await executor.cancel('withdrawn', person)).status).toBe('rejected');
+      executor.close();
+    }
+    // As a host killed in between leaves it.
+    const left = path.join(workspace, '.withdrawn.txt.executor-00ff00ff00ff.tmp');
+    fs.writeFileSync(left, 'after\n');
+    const executor = closeAfter(Executor.open(dataDir));
+    expect(fs.existsSync(left)).toBe(false);
+    expect(fs.readFileSync(target, 'utf8')).toBe('before\n');
+    expect(executor.getStep('withdrawn').status).toBe('rejected');
+  });
 });
