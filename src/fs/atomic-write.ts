@@ -659,7 +659,19 @@ function placeTemporary(opened: OpenedTemporary, syncLater: Set<string> | undefi
 export async function syncDirectories(dirs: Iterable<string>): Promise<void> {
   const folders = [...dirs];
   if (folders.length === 0 || process.platform === 'win32') return;
-  await fsyncFoldersOnDiskThread(folders);
+  try {
+    await fsyncFoldersOnDiskThread(folders);
+  } catch (error) {
+    const { code, path: where } = error as NodeJS.ErrnoException;
+    // A folder renamed into moments ago and no longer a folder (a pipe or a file put in its place): said as that.
+    if (code !== 'ENOTDIR' && code !== 'ENOENT') throw error;
+    const folder = where ?? folders.join(', ');
+    throw new ExecutorError(
+      'PATH_INVALID',
+      `${folder} is no longer a folder (something was put in its place while it was written to), so what was renamed into it could not be made durable.`,
+      { path: folder, errno: code },
+    );
+  }
 }
 
 function closeQuietly(fd: number): void {
