@@ -36,6 +36,25 @@ function plannedChange(args: ActionArgs<'writeFile'>, ctx: ActionContext): FileC
   };
 }
 
+/**
+ * Room left over, on the target's disk, beyond the new content, the backup of what it replaces and the records: only
+ * then is the new content written ahead of the backup and the intent record. Short of that, the backup goes first, as
+ * when the write starts after the intent record, so a disk without room for both fails the write (STORAGE_FULL on the
+ * workspace file, nothing changed), never the backup (a hold on a data directory the temporary file filled).
+ */
+const AHEAD_SPARE_BYTES = 64 * 1024 * 1024;
+
+function roomAheadFor(dir: string, change: FileChange): boolean {
+  try {
+    const disk = fs.statfsSync(dir, { bigint: true });
+    const free = disk.bavail * disk.bsize;
+    const needed = BigInt((change.after?.length ?? 0) + (change.before?.length ?? 0) + AHEAD_SPARE_BYTES);
+    return free >= needed;
+  } catch {
+    return false;
+  }
+}
+
 export const writeFile: ActionModule<'writeFile'> = {
   action: 'writeFile',
   reversible: true,
@@ -54,6 +73,9 @@ export const writeFile: ActionModule<'writeFile'> = {
       prepareAhead() {
         // Beside a target whose folder is there: ahead of the intent record, a write makes no folder (apply does).
         if (!fs.existsSync(path.dirname(change.absolutePath))) return;
+        // Only with room to spare for both: the data directory is usually on the same disk, and a temporary file
+        // that took the backup's room would turn a write too big for the disk into a hold of every step.
+        if (!roomAheadFor(path.dirname(change.absolutePath), change)) return;
         // A failure is apply's to report (it awaits the same promise), as when the write starts there.
         prepare().catch(() => undefined);
       },

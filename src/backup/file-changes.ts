@@ -21,6 +21,9 @@ import { contentKeptPercent } from './content-kept.js';
 import { readRegularFileSync } from '../fs/regular-file.js';
 import { octalMode, permissionBitsInWords, PLAIN_PERMISSION_BITS, workspaceUmask } from '../fs/file-modes.js';
 
+/** A folder opened to fsync: O_DIRECTORY, so a named pipe put in its place fails at once instead of waiting forever for a writer. */
+const FOLDER_FOR_FSYNC = fs.constants.O_RDONLY | (fs.constants.O_DIRECTORY ?? 0);
+
 /** One file a step will change: its content now (null: absent) and after (null: deleted). */
 export interface FileChange {
   absolutePath: string;
@@ -420,7 +423,7 @@ export async function prepareFileChangesOffThread(changes: FileChange[], ledger?
 
 function fsyncDirectoryQuietly(dir: string): void {
   try {
-    const fd = fs.openSync(dir, 'r');
+    const fd = fs.openSync(dir, FOLDER_FOR_FSYNC);
     try {
       fs.fsyncSync(fd);
     } finally {

@@ -10,6 +10,9 @@ import type { CreatedDirectory } from '../domain/created-directory.js';
 import { createMissingDirectories, removeDirectoriesQuietly, type DirectoryLedger } from './created-directories.js';
 import { DISK_THREAD_MAX_BYTES, fsyncFoldersOnDiskThread, writePrivateFileOnDiskThread, writeWholeAndSync } from './disk-thread.js';
 
+/** A folder opened to fsync: O_DIRECTORY, so a named pipe put in its place fails at once instead of waiting forever for a writer. */
+const FOLDER_FOR_FSYNC = fs.constants.O_RDONLY | (fs.constants.O_DIRECTORY ?? 0);
+
 /**
  * Writes a file so that a crash, a full disk or a failing device leaves either the old or the new
  * content, never a mix: the bytes go to a temporary sibling, every byte is written (a short write is
@@ -315,7 +318,7 @@ async function fsyncDirectoryAsync(dir: string): Promise<void> {
 function fsyncDirectory(dir: string): void {
   // Windows cannot open directories for fsync; there the rename is as durable as the OS makes it.
   if (process.platform === 'win32') return;
-  const fd = fs.openSync(dir, 'r');
+  const fd = fs.openSync(dir, FOLDER_FOR_FSYNC);
   try {
     fs.fsyncSync(fd);
   } finally {
@@ -323,19 +326,36 @@ function fsyncDirectory(dir: string): void {
   }
 }
 
-/** Removes temporary siblings a crash left behind mid-write; the target itself is untouched. */
+/** The random part of a temporary file's name: 6 bytes as hex (tempName's callers). */
+const TEMP_SUFFIX = /^[0-9a-f]{12}$/;
+
+/**
+ * Removes temporary siblings a crash left behind mid-write; the target itself is untouched. Only a name exactly as
+ * tempName makes it (its 12 hex digits) and only a regular file: a person's own file named near it, or a folder or link
+ * so named (an agent can make one beside a write's target), is not this host's and stays, and never stops the open.
+ */
 export function removeStaleTempFiles(target: string): string[] {
   const dir = path.dirname(target);
-  const prefix = tempName(target, '');
+  const [head, tail] = tempName(target, '\0').split('\0') as [string, string];
   let names: string[];
   try {
     names = fs.readdirSync(dir);
   } catch {
     return [];
   }
-  const stale = names.filter((name) => name.startsWith(prefix.slice(0, -'.tmp'.length)) && name.endsWith('.tmp'));
-  for (const name of stale) fs.rmSync(path.join(dir, name), { force: true });
-  return stale.map((name) => path.join(dir, name));
+  const removed: string[] = [];
+  for (const name of names) {
+    if (!name.startsWith(head) || !name.endsWith(tail) || !TEMP_SUFFIX.test(name.slice(head.length, name.length - tail.length))) continue;
+    const found = path.join(dir, name);
+    try {
+      if (!fs.lstatSync(found).isFile()) continue;
+      fs.unlinkSync(found);
+      removed.push(found);
+    } catch {
+      /* gone meanwhile, or not ours to remove: a leftover kept is only space, a failed open is the host lost */
+    }
+  }
+  return removed;
 }
 
 /** O_NOFOLLOW where the platform has it (not on Windows, which has no such flag in Node). */
@@ -639,7 +659,19 @@ function placeTemporary(opened: OpenedTemporary, syncLater: Set<string> | undefi
 export async function syncDirectories(dirs: Iterable<string>): Promise<void> {
   const folders = [...dirs];
   if (folders.length === 0 || process.platform === 'win32') return;
-  await fsyncFoldersOnDiskThread(folders);
+  try {
+    await fsyncFoldersOnDiskThread(folders);
+  } catch (error) {
+    const { code, path: where } = error as NodeJS.ErrnoException;
+    // A folder renamed into moments ago and no longer a folder (a pipe or a file put in its place): said as that.
+    if (code !== 'ENOTDIR' && code !== 'ENOENT') throw error;
+    const folder = where ?? folders.join(', ');
+    throw new ExecutorError(
+      'PATH_INVALID',
+      `${folder} is no longer a folder (something was put in its place while it was written to), so what was renamed into it could not be made durable.`,
+      { path: folder, errno: code },
+    );
+  }
 }
 
 function closeQuietly(fd: number): void {

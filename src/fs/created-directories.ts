@@ -3,6 +3,9 @@ import path from 'node:path';
 import type { CreatedDirectory, DirectoryRevertOutcome, DirectoryRevertPlanEntry } from '../domain/created-directory.js';
 import { ExecutorError } from '../domain/errors.js';
 
+/** A folder opened to fsync: O_DIRECTORY, so a named pipe put in its place fails at once instead of waiting forever for a writer. */
+const FOLDER_FOR_FSYNC = fs.constants.O_RDONLY | (fs.constants.O_DIRECTORY ?? 0);
+
 /**
  * Hears of each directory a write makes the moment it exists, so a crash right after still leaves it
  * on record, and of one removed again because the write that made it failed.
@@ -280,7 +283,7 @@ export function removeDirectoriesQuietly(created: readonly CreatedDirectory[], l
 function fsyncQuietly(dir: string): void {
   if (process.platform === 'win32') return;
   try {
-    const fd = fs.openSync(dir, 'r');
+    const fd = fs.openSync(dir, FOLDER_FOR_FSYNC);
     try {
       fs.fsyncSync(fd);
     } finally {

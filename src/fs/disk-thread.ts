@@ -40,8 +40,11 @@ function writeAll(fd, data) {
     offset += written;
   }
 }
+// O_DIRECTORY: a name that is no longer a folder (a named pipe put in its place) fails at once; opened to read, a
+// pipe would wait for a writer forever, and this thread, the step's apply and the process with it.
+const FOLDER = fs.constants.O_RDONLY | (fs.constants.O_DIRECTORY || 0);
 function fsyncFolder(dir) {
-  const fd = fs.openSync(dir, 'r');
+  const fd = fs.openSync(dir, FOLDER);
   try { fs.fsyncSync(fd); } finally { fs.closeSync(fd); }
 }
 function sha256Of(fd, size) {

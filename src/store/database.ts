@@ -129,9 +129,20 @@ function migrate(db: Db): void {
  */
 export function giveBackWal(db: Db): void {
   if (!db.open || db.readonly || db.inTransaction) return;
+  // Without waiting: a TRUNCATE checkpoint waits (the busy timeout, on the host's thread) for every reader to leave the
+  // WAL, and the orphan sweep's reader (blob-references.ts) may be in a long read on its own thread. What can be copied
+  // back is; the truncation is the next one's.
+  const timeout = db.pragma('busy_timeout', { simple: true }) as number;
   try {
+    db.pragma('busy_timeout = 0');
     db.pragma('wal_checkpoint(TRUNCATE)');
   } catch {
     /* a reader still in the WAL, or no room for the checkpoint itself: the next one tries again */
+  } finally {
+    try {
+      db.pragma(`busy_timeout = ${Number(timeout)}`);
+    } catch {
+      /* closed under us: nothing to restore */
+    }
   }
 }

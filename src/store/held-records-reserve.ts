@@ -3,6 +3,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ExecutorError } from '../domain/errors.js';
 
+/** A folder opened to fsync: O_DIRECTORY, so a named pipe put in its place fails at once instead of waiting forever for a writer. */
+const FOLDER_FOR_FSYNC = fs.constants.O_RDONLY | (fs.constants.O_DIRECTORY ?? 0);
+
 export const HELD_RECORDS_RESERVE_FILE = 'held-records.reserve';
 
 /**
@@ -178,7 +181,7 @@ function slotDigest(bytes: Buffer, at: number, length: number): Buffer {
 }
 
 function syncDirectory(dir: string): void {
-  const fd = fs.openSync(dir, 'r');
+  const fd = fs.openSync(dir, FOLDER_FOR_FSYNC);
   try {
     fs.fsyncSync(fd);
   } finally {

@@ -347,11 +347,20 @@ export class StepRepository {
     return Buffer.isBuffer(read) ? read.toString(base64 ? 'base64' : 'utf8') : { blob: hash, why: read };
   }
 
-  /** The paths (as the steps give them) of the writes approved and not yet run: read from their rows, never their contents. */
-  approvedWritePaths(): string[] {
+  /**
+   * The paths (as the steps give them) of the writes whose temporary file a stopped host may have left ahead of their
+   * intent record: every write approved and not yet run, and the writes most recently ended without running (a Cancel,
+   * a reject, an expiry or a failure before the intent record commits at once, while the run takes its temporary file
+   * back only once that file's write returns: a host killed in between left it). Read from their rows, never their contents.
+   */
+  writePathsRunAheadOf(recentlyEnded = 64): string[] {
     const rows = this.statement(
-      "SELECT json_extract(step_json, '$.args.path') AS path FROM steps WHERE status = 'approved' AND action = 'writeFile'",
-    ).all() as { path: unknown }[];
+      `SELECT json_extract(step_json, '$.args.path') AS path FROM steps WHERE action = 'writeFile' AND status = 'approved'
+       UNION
+       SELECT path FROM (SELECT json_extract(step_json, '$.args.path') AS path FROM steps
+         WHERE action = 'writeFile' AND status IN ('rejected', 'cancelled', 'expired', 'failed', 'awaiting_consent')
+         ORDER BY updated_at DESC LIMIT ?)`,
+    ).all(recentlyEnded) as { path: unknown }[];
     return rows.flatMap((row) => (typeof row.path === 'string' ? [row.path] : []));
   }
 

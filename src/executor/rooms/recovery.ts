@@ -57,8 +57,9 @@ export class RecoveryRoom {
       );
     }
     // A write's new content goes to its temporary file while its backup and intent record are written (prepareAhead):
-    // a host stopped before its intent record left that file beside a target it never touched, the step still approved.
-    for (const requested of this.desk.steps.approvedWritePaths()) {
+    // a host stopped before its intent record left that file beside a target it never touched, the step still approved
+    // (or just ended without running: the temporary file is taken back only once its write returns).
+    for (const requested of this.desk.steps.writePathsRunAheadOf()) {
       const verdict = guardPath(requested, this.desk.policy.workspaceRoots, this.desk.dataDir);
       if (verdict.ok) removeStaleTempFiles(verdict.realPath);
     }

@@ -25,10 +25,14 @@ function readCopy(dataDir: string, withWal: boolean): { seq: number; ran: Set<st
   }
 }
 
-/** The files of the plan on disk now: name → content and mtime. */
+/** A write's temporary file (atomic-write.ts): a kill can leave one (written ahead of its step's intent record), and the next open removes it. */
+const TEMPORARY = /^\..*\.executor-[0-9a-f]{12}\.tmp$/;
+
+/** The files of the plan on disk now: name → content and mtime (not the temporary files of writes under way). */
 function filesOnDisk(workspace: string): Map<string, { content: string; mtimeMs: number }> {
   const files = new Map<string, { content: string; mtimeMs: number }>();
   for (const name of fs.readdirSync(workspace)) {
+    if (TEMPORARY.test(name)) continue;
     const file = path.join(workspace, name);
     files.set(name, { content: fs.readFileSync(file, 'utf8'), mtimeMs: fs.statSync(file).mtimeMs });
   }
@@ -104,6 +108,7 @@ describe('a database that lost its WAL after a SIGKILL', () => {
       .toBe(0);
     const filesAfter = filesOnDisk(workspace);
     for (const [name, file] of before) expect(filesAfter.get(name), name).toEqual(file);
+    expect(fs.readdirSync(workspace).filter((name) => TEMPORARY.test(name))).toEqual([]);
     const lostSteps = [...lost.withWal.ran].filter((id) => !lost.alone.ran.has(id));
     for (const stepId of lostSteps) {
       const shown = runCli(['--data-dir', dataDir, '--json', 'steps', 'show', stepId]).json<{ status: string; error?: { code: string } }>();

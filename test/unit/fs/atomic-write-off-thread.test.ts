@@ -23,7 +23,7 @@ describe('atomic writes with their syncs off the thread', () => {
 
   it('a folder that cannot be synced (removed meanwhile) fails the caller’s wait', async () => {
     const root = tempDir();
-    await expect(syncDirectories([path.join(root, 'gone')])).rejects.toMatchObject({ code: 'ENOENT' });
+    await expect(syncDirectories([path.join(root, 'gone')])).rejects.toMatchObject({ code: 'PATH_INVALID', details: { errno: 'ENOENT' } });
   });
 
   it('a private write off the thread leaves the whole file with its mode, and no temporary sibling', async () => {

@@ -53,6 +53,25 @@ describe('small writes on the disk threads', () => {
     expect(fs.readFileSync(target, 'utf8')).toBe('written\n');
   });
 
+  it('a folder to fsync that a named pipe took the place of (an agent swapping it after the rename) fails at once, typed, and never holds a disk thread or the process', () => {
+    const root = tempDir();
+    const folder = path.join(root, 'now-a-pipe');
+    expect(spawnSync('mkfifo', [folder]).status).toBe(0);
+    const script = path.join(root, 'fsync-a-pipe.ts');
+    fs.writeFileSync(
+      script,
+      `import { syncDirectories } from ${JSON.stringify(ATOMIC_WRITE)};\n` +
+        `void syncDirectories([${JSON.stringify(folder)}])\n` +
+        `  .then(() => console.log('synced'), (error) => console.log('refused', error.code))\n` +
+        `  .then(() => syncDirectories([${JSON.stringify(root)}]))\n` +
+        `  .then(() => console.log('synced'), (error) => console.log('refused', error.code));\n`,
+    );
+    // Opened to read, a pipe waits for a writer that never comes: the thread, and the step's apply, would wait forever.
+    const run = spawnSync(process.execPath, ['--import', 'tsx', script], { encoding: 'utf8', timeout: 20_000 });
+    expect(run.signal, run.stderr).toBeNull();
+    expect(run.stdout.trim().split('\n')).toEqual(['refused PATH_INVALID', 'synced']);
+  });
+
   it.runIf(canMountTmpfs('disk-thread full disk'))(
     'on a full disk both halves say STORAGE_FULL and leave no temporary file, and the target as it was',
     async () => {

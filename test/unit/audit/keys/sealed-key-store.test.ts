@@ -66,7 +66,7 @@ describe('the sealed key store', () => {
     new SealedKeyStore(dataDir, sealer).write('audit-keys', newer);
     fs.writeFileSync(path.join(dataDir, 'keys', 'audit-keys'), older, { mode: 0o600 });
     // …and a half-written plain temporary file from a crash inside FileKeyStore.write.
-    fs.writeFileSync(path.join(dataDir, 'keys', '.audit-keys.executor-abcdef.tmp'), older);
+    fs.writeFileSync(path.join(dataDir, 'keys', '.audit-keys.executor-abcdef012345.tmp'), older);
     const reopened = new SealedKeyStore(dataDir, sealer);
     expect(reopened.read('audit-keys')).toEqual(newer);
     expect(fs.readdirSync(path.join(dataDir, 'keys'))).toEqual(['audit-keys.sealed']);
