@@ -262,7 +262,7 @@ describe('verify recomputes the Merkle roots from the records', { timeout: 300_0
 });
 
 describe('the empty log', () => {
-  it("the open of an empty log seals it at once, key.created first, so what it seals (and its anchor) can be vouched for", async () => {
+  it('the open of an empty log seals it at once, key.created first, so what it seals (and its anchor) can be vouched for', async () => {
     const dataDir = path.join(tempDir('executor-empty-'), 'data');
     fs.mkdirSync(dataDir, { recursive: true });
     withAuditLog(dataDir, () => undefined);
