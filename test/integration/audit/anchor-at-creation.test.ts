@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Executor } from '../../../src/executor/executor.js';
+import { tamper } from '../../helpers/audit-log-fixture.js';
 import { CLI, runCli } from '../../helpers/run-cli.js';
 import { noteOwnProcess } from '../../helpers/own-processes.js';
 import { startServe } from '../../helpers/serve-process.js';
@@ -100,6 +101,33 @@ describe('a host killed between a checkpoint commit and its anchor', () => {
     const executor = closeAfter(Executor.open(dataDir));
     expect(executor.getAudit({ limit: 100 }).entries.some((entry) => entry.action === 'audit.anchor_restored')).toBe(false);
     expect((await executor.verifyAudit()).ok).toBe(true);
+  });
+});
+
+describe('an older data directory whose log has no checkpoint at all', () => {
+  it('is sealed and anchored at its next open; killed before that anchor, verify passes and the open after anchors it', async () => {
+    const { dataDir } = tempSetup();
+    // A log as the code before the start checkpoint left it: records, no checkpoint, no anchor.
+    const first = Executor.open(dataDir);
+    first.close();
+    let head = 0;
+    // Its checkpoints taken out (the helper drops the append-only triggers to do it, as the tamper tests do).
+    tamper(dataDir, (db) => {
+      db.exec('DELETE FROM audit_checkpoint_notes; DELETE FROM audit_checkpoints;');
+      head = db.prepare('SELECT max(seq) FROM audit_records').pluck().get() as number;
+    });
+    for (const copy of anchorCopies(dataDir)) fs.rmSync(copy);
+    expect(head).toBeGreaterThan(1);
+
+    expect(await serveKilledAtAnchor(dataDir, 1)).toBe('SIGKILL');
+    expect(checkpoints(dataDir)).toEqual([{ reason: 'start', seq: head }]);
+    const { status, report } = verify(dataDir);
+    expect(report.problem ?? null).toBeNull();
+    expect(status).toBe(0);
+
+    const executor = closeAfter(Executor.open(dataDir));
+    expect(executor.getAudit({ limit: 100 }).entries.filter((entry) => entry.action === 'audit.anchor_restored')).toHaveLength(1);
+    expect(await executor.verifyAudit()).toMatchObject({ ok: true, anchor: { seq: head } });
   });
 });
 
