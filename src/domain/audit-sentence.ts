@@ -107,6 +107,8 @@ const SENTENCES: Record<EventKind, (said: Said) => string> = {
     `The machine's clock was found ${typeof args.behindMs === 'number' ? `${durationText(args.behindMs)} ` : ''}behind the log; records keep the log's time until it catches up.`,
   'audit.tail_lost': ({ args }) =>
     `At open, the database had lost its newest ${plural(count(args.lostRecords), 'record')}${typeof args.afterSeq === 'number' ? ` after #${args.afterSeq}` : ''}; the steps they ran are not run again.`,
+  'audit.anchor_restored': ({ args }) =>
+    `At open, the log's anchor was missing though the log held nothing but its creation${typeof args.seq === 'number' ? ` (up to #${args.seq})` : ''}: a host stopped before writing it. The anchor was written again.`,
   'step.proposed': ({ who, step }) => `${who} proposed ${step}.`,
   'step.evaluated': ({ who, step }) => `${who} rated the risk of ${step}.`,
   'step.consent_requested': ({ who, step }) => `${who} asked the person about ${step}.`,

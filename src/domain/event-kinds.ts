@@ -25,6 +25,7 @@ export const EVENT_KINDS = [
   'clock.stepped',
   /** At open, the database was behind the head Executor had written outside it: its newest records were lost (detail: lostRecords, afterSeq, stepsNotRunAgain). */
   'audit.tail_lost',
+  'audit.anchor_restored',
   'step.proposed',
   'step.evaluated',
   'step.consent_requested',

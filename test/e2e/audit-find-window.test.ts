@@ -12,7 +12,7 @@ import { collectErrors, screenshots, SOON, useChromium, windowTestsSkipReason } 
 /*
  * The audit view as a reviewer searches it: an action word ("revert") finds every kind that holds it,
  * the short step id History shows finds that step's records, the count says how many honestly (never
- * "-1+"), and a log no checkpoint seals yet is said in one true sentence. Real `executor serve`, real
+ * "-1+"), and a log sealed only at its creation is said in one true sentence. Real `executor serve`, real
  * records, the built renderer in Chromium.
  */
 
@@ -23,7 +23,7 @@ const skipReason = windowTestsSkipReason();
 const shortForm = (id: string) => shortRecordId(id);
 
 describe.skipIf(skipReason !== null)('Audit view: find by words and short ids', { timeout: 180_000 }, () => {
-  it('matches an action word and a short step id, counts honestly, and says one sentence for a log without checkpoints', async () => {
+  it('matches an action word and a short step id, counts honestly, and says one sentence for a log sealed only at its creation', async () => {
     const { dataDir, workspace } = tempSetup({ autoApprove: 'HIGH' });
     const serve = await startServe(dataDir);
     const agent = closeAfter(await connectToHost(dataDir, 'agent', { client: 'claude-code' }));
@@ -128,13 +128,13 @@ describe.skipIf(skipReason !== null)('Audit view: find by words and short ids', 
       await expect.poll(() => count.textContent(), SOON).toContain('; 0 match the filters.');
       expect(await count.textContent()).not.toContain('-1');
 
-      // A log no checkpoint seals yet: one sentence, not "the checkpoints hold" and "not yet sealed" at once.
+      // Sealed only by the start checkpoint its creation wrote: that checkpoint holds, the records after it are not yet sealed.
       await page.getByRole('button', { name: 'Verify' }).click();
       const banner = page.getByTestId('verify-banner');
       await expect.poll(() => banner.textContent(), SOON).toContain('Intact on this computer.');
       const said = (await banner.textContent()) ?? '';
-      expect(said).toContain('No checkpoint seals the log yet');
-      expect(said).not.toMatch(/checkpoints? hold/);
+      expect(said).toMatch(/the 1 checkpoint hold\. The newest [\d,]+ records are not yet sealed by one\./);
+      expect(said).not.toContain('No checkpoint seals the log yet');
       expect(errors).toEqual([]);
     } finally {
       await context.close();

@@ -342,6 +342,8 @@ export class SignedAuditLog implements AuditTrail {
     if (!db.inTransaction) {
       try {
         log.confirmCertificates();
+        // Before the rotation below: its checkpoint then finds an anchor already there.
+        log.anchorTheStart();
         // A chain made before forward-secure signatures signs every checkpoint with one key: hand over to a new chain at once.
         if (!keyring.currentForwardSecure())
           log.rotate({ user: 'executor', channel: 'system' }, 'upgrade to forward-secure checkpoint signatures');
@@ -564,20 +566,79 @@ export class SignedAuditLog implements AuditTrail {
     this.insertCheckpoint.run(body.cpSeq, body.seq, text, mac, signature, hash, epochSignature);
     const signer = logNoteSigner(body.logId, this.keyring.currentPublicKey(), (message) => this.keyring.sign(message));
     this.insertNote.run(body.cpSeq, body.seq, checkpointNote(body.logId, body.seq, rootHash, signer));
-    this.pendingAnchor = this.signedAnchor(
+    this.pendingAnchor = this.anchorOf(body, hash.toString('hex'), key);
+    this.scheduleAnchorFlush();
+  }
+
+  /** The anchor naming a checkpoint, signed under `key` (the checkpoint's own epoch). */
+  private anchorOf(body: CheckpointBody, checkpointHashHex: string, key: CurrentKey): Anchor {
+    const forwardSecure = this.keyring.currentForwardSecure() !== undefined;
+    return this.signedAnchor(
       {
         v: forwardSecure ? 2 : 1,
         logId: body.logId,
         seq: body.seq,
         headHash: body.headHash,
         cpSeq: body.cpSeq,
-        checkpointHash: hash.toString('hex'),
+        checkpointHash: checkpointHashHex,
         ts: body.ts,
         ...(forwardSecure ? { keyId: key.keyId, epoch: key.epoch } : {}),
       },
       key,
     );
-    this.scheduleAnchorFlush();
+  }
+
+  /**
+   * A log never holds checkpoints without an anchor, save in one instant at its very start.
+   *
+   * The first checkpoint used to come at record 1,000, its anchor written after the commit (on
+   * setImmediate): a host killed between the two left a log that `audit verify` called
+   * ANCHOR_MISSING for ever. So the open of a log with no checkpoint at all (a new one, or one made
+   * before this) seals it at once with a `start` checkpoint and writes its anchor in the same call,
+   * before anything else is appended. Every later checkpoint then finds an anchor, and an anchor
+   * that lags one checkpoint behind (a kill before a later anchor's write) is accepted by verify.
+   *
+   * The instant between that first commit and its anchor remains. A log left there holds exactly
+   * one checkpoint, a `start` sealing its head, and no anchor copy at all: it is anchored here, and
+   * `audit.anchor_restored` says so; verify accepts that state with a note. The rollback this could
+   * hide is one to the log as it stood when first sealed (for a new log: key.created alone, an
+   * empty log) with both anchor copies deleted, the same as a data directory replaced by a fresh
+   * one: witnesses cover that. A log that has moved on (a second checkpoint, or any record after
+   * the start's) without an anchor is still ANCHOR_MISSING, and an unreadable or foreign anchor
+   * copy is left as it is, as evidence.
+   */
+  private anchorTheStart(): void {
+    const checkpoints = this.db.prepare('SELECT body, hash FROM audit_checkpoints ORDER BY cp_seq LIMIT 2').all() as {
+      body: string;
+      hash: Buffer;
+    }[];
+    if (checkpoints.length === 0) {
+      this.checkpoint('start');
+      return;
+    }
+    if (checkpoints.length > 1 || this.anchors.copies().some((copy) => copy.anchor || copy.unreadable)) return;
+    const start = JSON.parse(checkpoints[0]!.body) as CheckpointBody;
+    const head = this.head();
+    if (start.reason !== 'start' || start.logId !== this.logId || start.seq !== head.seq || start.headHash !== head.hash) return;
+    // Signed in the checkpoint's own epoch, as its anchor would have been; nothing has been written since,
+    // so no ratchet has erased that key (if one had, the log is not in the state this restores).
+    const key = this.keyring.current();
+    if (this.keyring.currentForwardSecure() && (start.keyId !== key.keyId || start.epoch !== key.epoch)) return;
+    this.guard();
+    // The anchor first: a kill before the record below leaves an anchored log, never one that moved on without one.
+    this.anchors.write(this.anchorOf(start, checkpoints[0]!.hash.toString('hex'), key));
+    this.db.transaction(() =>
+      this.append({
+        kind: 'audit.anchor_restored',
+        actor: { user: 'executor', channel: 'system' },
+        detail: {
+          cpSeq: start.cpSeq,
+          seq: start.seq,
+          message:
+            "The log's first checkpoint had committed but its anchor was never written (the host stopped in between): it was written now.",
+        },
+      }),
+    )();
   }
 
   /** A v2 anchor is MACed and signed now, under the checkpoint's own epoch: by the time it is written the key may have moved on. */

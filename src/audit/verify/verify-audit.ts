@@ -627,8 +627,17 @@ export async function verifyLog(log: LogToVerify, options: VerifyOptions = {}): 
         ),
       );
     }
+    // A log killed in the instant between its first checkpoint's commit and that anchor's write
+    // (SignedAuditLog.anchorTheStart): one `start` checkpoint sealing the head. The next open anchors
+    // it; what it could hide is a rollback to the log as first sealed, which witnesses cover.
+    const onlyItsStart = parsed.length === 1 && parsed[0]!.reason === 'start' && parsed[0]!.seq === headSeq;
+    if (!problems.length && !anchor && onlyItsStart) {
+      warnings.push(
+        'no anchor yet: the log holds only its first checkpoint, sealing its head (a host stopped before writing that anchor; the next start writes it)',
+      );
+    }
     // Only ever the sole finding: --accept-missing-anchor may then waive it without hiding another.
-    if (!problems.length && !anchor && parsed.length) {
+    else if (!problems.length && !anchor && parsed.length) {
       if (log.acceptMissingAnchor) {
         warnings.unshift(MISSING_ANCHOR_ACCEPTED);
       } else {

@@ -31,7 +31,7 @@ describe('audit verify: the tamper suite, each case with its own finding', () =>
     const { dataDir } = small();
     const report = await verifyLogAt(dataDir);
     expect(report.problem).toBeNull();
-    expect(report).toMatchObject({ ok: true, records: 28, headSeq: 28, checkpoints: 3, unsealedTail: 0, macsUnchecked: 0 });
+    expect(report).toMatchObject({ ok: true, records: 28, headSeq: 28, checkpoints: 4, unsealedTail: 0, macsUnchecked: 0 });
     expect(report.anchor?.seq).toBe(28);
   });
 
@@ -193,8 +193,9 @@ describe('audit verify: the tamper suite, each case with its own finding', () =>
   it('BAD_CHECKPOINT: a checkpoint edited', async () => {
     const { dataDir } = small();
     tamper(dataDir, (db) => {
-      const cp = db.prepare('SELECT body FROM audit_checkpoints WHERE cp_seq = 2').get() as { body: string };
-      db.prepare('UPDATE audit_checkpoints SET body = ? WHERE cp_seq = 2').run(
+      // cp 3 seals record 20 (cp 1 is the start checkpoint the log's creation writes).
+      const cp = db.prepare('SELECT body FROM audit_checkpoints WHERE cp_seq = 3').get() as { body: string };
+      db.prepare('UPDATE audit_checkpoints SET body = ? WHERE cp_seq = 3').run(
         rewriteBody(cp.body, (b) => (b.ts = '2020-01-01T00:00:00.000Z')),
       );
     });

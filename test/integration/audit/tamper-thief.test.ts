@@ -367,7 +367,8 @@ describe('audit verify against a thief who holds the key store', { timeout: 300_
     // 5 notes between key.created, app.started and app.stopped: the log rests at record 8.
     expect(heads.map((head) => head.headSeq)).toEqual([8, 8, 8]);
     expect(new Set(heads.map((head) => head.headHash)).size).toBe(1);
-    expect(heads.map((head) => head.cpSeq)).toEqual([1, 2, 3]);
+    // cp 1 is the start checkpoint the log's creation writes; the shutdown checkpoint is cp 2.
+    expect(heads.map((head) => head.cpSeq)).toEqual([2, 3, 4]);
     expect((await verifyLogAt(dataDir)).problem).toBeNull();
     rewriteClosedEpochs(dataDir, { 4: forge });
     expect((await verifyLogAt(dataDir)).problem).toMatchObject({ code: 'EPOCH_REWRITTEN', seq: 8 });

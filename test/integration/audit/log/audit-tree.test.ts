@@ -262,14 +262,15 @@ describe('verify recomputes the Merkle roots from the records', { timeout: 300_0
 });
 
 describe('the empty log', () => {
-  it("a checkpoint on an empty log first writes the chain's key.created, so what it seals (and its anchor) can be vouched for", async () => {
+  it('the open of an empty log seals it at once, key.created first, so what it seals (and its anchor) can be vouched for', async () => {
     const dataDir = path.join(tempDir('executor-empty-'), 'data');
     fs.mkdirSync(dataDir, { recursive: true });
-    withAuditLog(dataDir, (_db, log) => log.checkpoint('start'));
+    withAuditLog(dataDir, () => undefined);
     const { leaves, checkpoints } = readLog(dataDir);
     expect(leaves).toHaveLength(1);
     expect(checkpoints).toHaveLength(1);
     expect(checkpoints[0]).toMatchObject({ seq: 1, rootHash: rootOfLeaves(leaves).toString('hex') });
+    expect(fs.existsSync(path.join(dataDir, 'audit-anchor.json'))).toBe(true);
     expect(checkpoints[0]!.note).toMatch(/^executor\.audit\/[0-9a-f-]+\n1\n[A-Za-z0-9+/]{43}=\n\n— /);
     expect((await verifyLogAt(dataDir)).problem).toBeNull();
   });
