@@ -43,6 +43,12 @@ export interface ExecutionPort {
 export class ExecutionRoom {
   /** Each plan running forward now (under its lock): what it has done and not told yet (told-after-sync.ts). */
   private readonly untold = new Map<string, ToldAfterSync>();
+  /**
+   * Counts each step that began or ended applying its changes. A step weighed before another plan's step
+   * applied (the run pool runs plans side by side) is weighed again before it is marked running: that
+   * step's files may have changed what this one touches (a folder made a git directory, say).
+   */
+  private appliedCount = 0;
 
   constructor(
     private readonly desk: StepDesk,
@@ -140,6 +146,7 @@ export class ExecutionRoom {
     // The policy runApproved weighed the approval under (approvalOutgrown, just before this). The run yields to
     // requests before it is marked running, and one of them may replace the policy: then it is weighed again.
     const weighedUnder = this.desk.policy;
+    const appliedBefore = this.appliedCount;
     let ready;
     try {
       ready = await module.run(args, ctx);
@@ -219,7 +226,8 @@ export class ExecutionRoom {
           return null;
         // A policy set among those requests (a root removed, a secret pattern added, an effect denied): the step is
         // weighed again under it here, in the same synchronous stretch as its intent record, as it was before it started.
-        if (this.desk.policy !== weighedUnder) {
+        // Another step applied meanwhile, or began to: what this one touches may have changed as well.
+        if (this.desk.policy !== weighedUnder || this.appliedCount !== appliedBefore) {
           const outgrown = this.approvalOutgrown(this.desk.steps.get(stepId));
           const refusal = outgrown ? null : this.effectsRefusal(record.step, ready);
           if (outgrown || refusal) {
@@ -227,7 +235,7 @@ export class ExecutionRoom {
             return null;
           }
         }
-        return this.desk.steps.transition(
+        const marked = this.desk.steps.transition(
           stepId,
           'running',
           actor,
@@ -238,6 +246,9 @@ export class ExecutionRoom {
             detail: { stepHash: record.stepHash, files: backups.map((b) => ({ path: b.path, preHash: b.preHash, postHash: b.postHash })) },
           },
         );
+        // Counted here, in the group: another step's intent later in this same group is weighed again.
+        this.appliedCount++;
+        return marked;
       });
       let intended: StepRecord | null;
       try {
@@ -282,6 +293,8 @@ export class ExecutionRoom {
       result = await ready.apply();
     } catch (error) {
       failure = error;
+    } finally {
+      this.appliedCount++;
     }
     // The step's changes are applied (or partly): a failure from here on is said as that, never as "nothing was changed".
     // The outcome goes in the next group commit too; the step is heard ended only once its group is on disk.

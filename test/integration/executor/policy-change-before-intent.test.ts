@@ -80,4 +80,46 @@ describe('a policy change heard while an approved step yields to requests before
     expect(fs.existsSync(target)).toBe(false);
     expect(executor.getStep('w').status).toBe('awaiting_consent');
   }, 60_000);
+
+  it("another plan's steps applied meanwhile (the run pool runs plans side by side) make the path part of a git directory: back to the person", async () => {
+    const { executor, workspace } = openExecutor({ autoApprove: 'none' });
+    const target = path.join(workspace, 'r', 'notes.txt');
+    fs.mkdirSync(path.dirname(target));
+    await approvedWrite(executor, target, 'a');
+    expect(executor.getStep('a').evaluation?.risk).toBe('MEDIUM');
+    const gitFiles = ['HEAD', 'objects/x', 'refs/x'];
+    await executor.propose(
+      {
+        steps: gitFiles.map((name, index) => ({
+          id: `b${index}`,
+          action: 'writeFile',
+          args: { path: path.join(workspace, 'r', name), content: 'x\n' },
+        })),
+      },
+      person,
+    );
+    await expect
+      .poll(() => gitFiles.map((_, index) => executor.getStep(`b${index}`).status), { timeout: 30_000 })
+      .toEqual(gitFiles.map(() => 'awaiting_consent'));
+    let otherPlanRan = false;
+    const original = executor.requests.whenClearOfOthers.bind(executor.requests);
+    vi.spyOn(executor.requests, 'whenClearOfOthers').mockImplementation(() => {
+      const temporary =
+        fs.existsSync(path.dirname(target)) && fs.readdirSync(path.dirname(target)).some((name) => name.includes('notes.txt'));
+      if (!temporary || otherPlanRan) return original();
+      otherPlanRan = true;
+      // The other plan runs forward while this step yields: its steps apply, as in the run pool.
+      return (async () => {
+        for (const index of [2, 1]) await executor.approve(`b${index}`, person, { execute: false });
+        await executor.approve('b0', person);
+        await original();
+      })();
+    });
+    await executor.approve('a', person).catch(() => undefined);
+    expect(otherPlanRan).toBe(true);
+    expect(gitFiles.map((_, index) => executor.getStep(`b${index}`).status)).toEqual(['executed', 'executed', 'executed']);
+    // A fresh weighing asks (it writes inside a git directory now): the step waits for the person, nothing written.
+    expect(fs.existsSync(target)).toBe(false);
+    expect(executor.getStep('a').status).toBe('awaiting_consent');
+  }, 60_000);
 });
