@@ -43,6 +43,12 @@ export interface ExecutionPort {
 export class ExecutionRoom {
   /** Each plan running forward now (under its lock): what it has done and not told yet (told-after-sync.ts). */
   private readonly untold = new Map<string, ToldAfterSync>();
+  /**
+   * Counts each step that began or ended applying its changes. A step weighed before another plan's step
+   * applied (the run pool runs plans side by side) is weighed again before it is marked running: that
+   * step's files may have changed what this one touches (a folder made a git directory, say).
+   */
+  private appliedCount = 0;
 
   constructor(
     private readonly desk: StepDesk,
@@ -137,6 +143,10 @@ export class ExecutionRoom {
   ): Promise<StepRecord> {
     const stepId = record.step.id;
     const startedAt = timing.start.iso;
+    // The policy runApproved weighed the approval under (approvalOutgrown, just before this). The run yields to
+    // requests before it is marked running, and one of them may replace the policy: then it is weighed again.
+    const weighedUnder = this.desk.policy;
+    const appliedBefore = this.appliedCount;
     let ready;
     try {
       ready = await module.run(args, ctx);
@@ -206,12 +216,26 @@ export class ExecutionRoom {
       // The intent record goes in the next group commit (step-desk.ts commits): with other plans' records
       // of the same turn, in one sync to disk. Nothing is applied before its group is on disk.
       const earlier = untold?.sync();
+      const reweighed: { found: { outgrown: { reason: string; evaluation: Evaluation } } | { refusal: ExecutorError } | null } = {
+        found: null,
+      };
       const intent = this.desk.commits.run(() => {
         // The host answered requests while it backed up (and until this group): a Cancel, a reject, the stop switch
         // or a hold on a full disk among them means nothing is applied.
         if (this.desk.closed || this.desk.paused || this.desk.hold.active || this.desk.steps.currentStatus(stepId) !== 'approved')
           return null;
-        return this.desk.steps.transition(
+        // A policy set among those requests (a root removed, a secret pattern added, an effect denied): the step is
+        // weighed again under it here, in the same synchronous stretch as its intent record, as it was before it started.
+        // Another step applied meanwhile, or began to: what this one touches may have changed as well.
+        if (this.desk.policy !== weighedUnder || this.appliedCount !== appliedBefore) {
+          const outgrown = this.approvalOutgrown(this.desk.steps.get(stepId));
+          const refusal = outgrown ? null : this.effectsRefusal(record.step, ready);
+          if (outgrown || refusal) {
+            reweighed.found = outgrown ? { outgrown } : { refusal: refusal! };
+            return null;
+          }
+        }
+        const marked = this.desk.steps.transition(
           stepId,
           'running',
           actor,
@@ -222,6 +246,9 @@ export class ExecutionRoom {
             detail: { stepHash: record.stepHash, files: backups.map((b) => ({ path: b.path, preHash: b.preHash, postHash: b.postHash })) },
           },
         );
+        // Counted here, in the group: another step's intent later in this same group is weighed again.
+        this.appliedCount++;
+        return marked;
       });
       let intended: StepRecord | null;
       try {
@@ -235,6 +262,17 @@ export class ExecutionRoom {
       // The earlier step's outcome is on disk (and told), or its sync failed: then nothing of this step is applied.
       // (A failed sync holds the host, so this step's intent, in the same group, was not recorded either.)
       if (earlier) await earlier;
+      const weighed = reweighed.found;
+      if (weighed && !this.desk.closed && this.stillApproved(stepId)) {
+        if ('refusal' in weighed) return this.failBeforeStart(stepId, actor, weighed.refusal);
+        if (!weighed.outgrown.evaluation.allowed)
+          return this.failBeforeStart(
+            stepId,
+            actor,
+            new ExecutorError('POLICY_DENIED', `${weighed.outgrown.reason} The policy denies it now; it did not run.`, { stepId }),
+          );
+        return this.sendBack(this.desk.steps.get(stepId), weighed.outgrown.reason, undefined, weighed.outgrown.evaluation);
+      }
       if (!intended) {
         if (this.desk.hold.active && !this.desk.closed && this.stillApproved(stepId))
           throw this.desk.holdForStorage(this.desk.hold.error(), { stepId, planId: record.step.planId });
@@ -255,6 +293,8 @@ export class ExecutionRoom {
       result = await ready.apply();
     } catch (error) {
       failure = error;
+    } finally {
+      this.appliedCount++;
     }
     // The step's changes are applied (or partly): a failure from here on is said as that, never as "nothing was changed".
     // The outcome goes in the next group commit too; the step is heard ended only once its group is on disk.
