@@ -5,7 +5,7 @@ import { sha256Of } from '../../../src/backup/blob-store.js';
 import { actorFor } from '../../../src/domain/actor.js';
 import { Executor } from '../../../src/executor/executor.js';
 import type { StepDesk } from '../../../src/executor/step-desk.js';
-import { BODY_APART_CHARS } from '../../../src/store/step-bodies.js';
+import { blobFile, largeText, plantOldBlob } from '../../helpers/orphan-blobs.js';
 import { closeAfter } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
@@ -16,25 +16,6 @@ import { tempSetup } from '../../helpers/temp-dirs.js';
  */
 
 const PERSON = actorFor('window');
-
-function largeText(tag: string): string {
-  const lines: string[] = [];
-  for (let index = 0; lines.join('\n').length < BODY_APART_CHARS * 2; index++) lines.push(`${tag} line ${index} ${'y'.repeat(index % 30)}`);
-  return `${lines.join('\n')}\n`;
-}
-
-const blobFile = (dataDir: string, hash: string) => path.join(dataDir, 'blobs', hash.slice(0, 2), hash.slice(2));
-
-/** A blob as a killed host leaves it: on disk, written an hour ago. */
-function plantOld(dataDir: string, content: string): string {
-  const hash = sha256Of(Buffer.from(content));
-  const file = blobFile(dataDir, hash);
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  fs.writeFileSync(file, content, { mode: 0o600 });
-  const anHourAgo = new Date(Date.now() - 2 * 3600 * 1000);
-  fs.utimesSync(file, anHourAgo, anHourAgo);
-  return hash;
-}
 
 const deskOf = (executor: Executor) => (executor as unknown as { desk: StepDesk }).desk;
 
@@ -69,8 +50,8 @@ describe('collecting orphan blobs off the host thread', () => {
     // Its preview (a diff over 16 KiB, kept in step_previews) names the file's present content by its hash.
     const preImage = sha256Of(Buffer.from(before));
     expect(waiting!.preview?.kind === 'fileChanges' && waiting!.preview.files[0]!.preHash).toBe(preImage);
-    expect(plantOld(dataDir, before)).toBe(preImage);
-    const orphan = plantOld(dataDir, largeText('orphan'));
+    expect(plantOldBlob(dataDir, before)).toBe(preImage);
+    const orphan = plantOldBlob(dataDir, largeText('orphan'));
     const desk = deskOf(executor);
 
     const { result: outcome, sql } = await preparedOnHost(desk, () => executor.collectOrphanBlobs(0));
@@ -79,7 +60,7 @@ describe('collecting orphan blobs off the host thread', () => {
     expect(sql.filter((text) => /json_each|step_previews|file_backups/.test(text))).toEqual([]);
 
     // The same sweep read on the host's thread (no identity to open the file by) does walk them there: the spy sees it.
-    const orphanAgain = plantOld(dataDir, largeText('orphan again'));
+    const orphanAgain = plantOldBlob(dataDir, largeText('orphan again'));
     desk.databaseIdentity = () => null;
     const inThread = await preparedOnHost(desk, () => executor.collectOrphanBlobs(0));
     expect(inThread.result.removed).toEqual([orphanAgain]);
@@ -89,7 +70,7 @@ describe('collecting orphan blobs off the host thread', () => {
   it('takes nothing when the database file by its name is not the one the host opened', async () => {
     const { dataDir } = tempSetup();
     const executor = closeAfter(Executor.open(dataDir));
-    const orphan = plantOld(dataDir, largeText('orphan'));
+    const orphan = plantOldBlob(dataDir, largeText('orphan'));
     const desk = deskOf(executor);
     const opened = desk.databaseIdentity()!;
     desk.databaseIdentity = () => ({ dev: opened.dev, ino: opened.ino + 1 });
@@ -102,7 +83,7 @@ describe('collecting orphan blobs off the host thread', () => {
   it('stops its reader when the host closes mid-sweep, and the closed host took nothing after', async () => {
     const { dataDir } = tempSetup();
     const executor = Executor.open(dataDir, { orphanSweeps: { everyMs: 3600_000, graceMs: 0 } });
-    const orphans = Array.from({ length: 50 }, (_unused, index) => plantOld(dataDir, `orphan ${index}\n`));
+    const orphans = Array.from({ length: 50 }, (_unused, index) => plantOldBlob(dataDir, `orphan ${index}\n`));
     const sweep = executor.collectOrphanBlobs(0).then(
       (outcome) => outcome,
       (error: unknown) => error,

@@ -7,7 +7,7 @@ import { sha256Of } from '../../../src/backup/blob-store.js';
 import { actorFor } from '../../../src/domain/actor.js';
 import { Executor } from '../../../src/executor/executor.js';
 import type { StepDesk } from '../../../src/executor/step-desk.js';
-import { BODY_APART_CHARS } from '../../../src/store/step-bodies.js';
+import { blobFile, largeText, plantOldBlob } from '../../helpers/orphan-blobs.js';
 import { closeAfter } from '../../helpers/teardown.js';
 import { tempSetup } from '../../helpers/temp-dirs.js';
 
@@ -17,25 +17,6 @@ import { tempSetup } from '../../helpers/temp-dirs.js';
  */
 
 const PERSON = actorFor('window');
-
-function largeText(tag: string): string {
-  const lines: string[] = [];
-  for (let index = 0; lines.join('\n').length < BODY_APART_CHARS * 2; index++) lines.push(`${tag} line ${index} ${'y'.repeat(index % 30)}`);
-  return `${lines.join('\n')}\n`;
-}
-
-const blobFile = (dataDir: string, hash: string) => path.join(dataDir, 'blobs', hash.slice(0, 2), hash.slice(2));
-
-/** A blob as a killed host leaves it: on disk, named by no row, written an hour ago. */
-function plantOrphan(dataDir: string, content: string): string {
-  const hash = sha256Of(Buffer.from(content));
-  const file = blobFile(dataDir, hash);
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  fs.writeFileSync(file, content, { mode: 0o600 });
-  const anHourAgo = new Date(Date.now() - 2 * 3600 * 1000);
-  fs.utimesSync(file, anHourAgo, anHourAgo);
-  return hash;
-}
 
 function namedContentBlobs(dataDir: string): Map<string, string> {
   const db = new Database(path.join(dataDir, 'executor.db'), { readonly: true });
@@ -64,7 +45,7 @@ describe('collecting orphan blobs', () => {
     );
     expect((await executor.approve('done', PERSON, { previewHash: done!.previewHash })).status).toBe('executed');
     await executor.propose({ steps: [{ id: 'waits', action: 'writeFile', args: { path: 'w.txt', content: largeText('waits') } }] }, PERSON);
-    const orphan = plantOrphan(dataDir, largeText('orphan'));
+    const orphan = plantOldBlob(dataDir, largeText('orphan'));
     const preImage = sha256Of(Buffer.from(largeText('before')));
 
     const outcome = await executor.collectOrphanBlobs();
@@ -82,14 +63,14 @@ describe('collecting orphan blobs', () => {
     const { dataDir } = tempSetup();
     const executor = closeAfter(Executor.open(dataDir));
     const blobs = deskOf(executor).blobs;
-    const leased = plantOrphan(dataDir, 'leased\n');
+    const leased = plantOldBlob(dataDir, 'leased\n');
     const lease = blobs.lease();
     lease.add(leased);
     const young = sha256Of(Buffer.from('young\n'));
     fs.mkdirSync(path.dirname(blobFile(dataDir, young)), { recursive: true });
     fs.writeFileSync(blobFile(dataDir, young), 'young\n');
     // Found there already by a put of this process (a proposal reusing an old blob): protected as if written now.
-    const reused = plantOrphan(dataDir, 'reused\n');
+    const reused = plantOldBlob(dataDir, 'reused\n');
     blobs.put(Buffer.from('reused\n'));
 
     const first = await executor.collectOrphanBlobs(60_000);
@@ -131,7 +112,7 @@ describe('collecting orphan blobs', () => {
       { numRuns: 40 },
     );
     // A temporary sibling of a blob write left by a process that is gone, and an orphan blob, both go.
-    const orphan = plantOrphan(dataDir, 'orphan\n');
+    const orphan = plantOldBlob(dataDir, 'orphan\n');
     const temporary = path.join(dataDir, 'blobs', orphan.slice(0, 2), `.${orphan.slice(2)}.executor-0a1b2c3d4e5f.tmp`);
     fs.writeFileSync(temporary, 'half');
     fs.utimesSync(temporary, anHourAgo, anHourAgo);
