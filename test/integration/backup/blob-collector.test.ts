@@ -69,6 +69,10 @@ describe('collecting orphan blobs', () => {
     const young = sha256Of(Buffer.from('young\n'));
     fs.mkdirSync(path.dirname(blobFile(dataDir, young)), { recursive: true });
     fs.writeFileSync(blobFile(dataDir, young), 'young\n');
+    // Its time set exactly: the kernel stamps a write with a coarse clock that may lag the host's start by a few ms,
+    // which would make a file written just after the open look older than the host (and so a dead host's).
+    const now = new Date();
+    fs.utimesSync(blobFile(dataDir, young), now, now);
     // Found there already by a put of this process (a proposal reusing an old blob): protected as if written now.
     const reused = plantOldBlob(dataDir, 'reused\n');
     blobs.put(Buffer.from('reused\n'));
