@@ -195,6 +195,7 @@ function ownContainers(all: boolean): string[] {
   return listed.stdout.split('\n').filter(Boolean);
 }
 
+// Skips (loudly) only on a machine without an engine; under CI=true a missing engine fails (dockerAvailable).
 describe.skipIf(!dockerAvailable())('the stop switch and a Docker dry run asked for by name (real Docker)', () => {
   beforeAll(async () => {
     await ensureSandboxImage();
