@@ -13,7 +13,8 @@ export function skillStateWords(skill: StateFacts, format: (iso: string) => stri
   switch (skill.state) {
     case 'draft':
       // Back in draft only when the stop switch cut its check short: the host says so and what to do.
-      return skill.reason ?? 'in quarantine';
+      // No reason (or an empty one): a new draft, about to be checked.
+      return skill.reason?.trim() ? skill.reason : 'in quarantine';
     case 'quarantine':
     case 'validation':
       return 'in quarantine';

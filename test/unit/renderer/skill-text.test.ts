@@ -11,6 +11,8 @@ describe('a skill state in words', () => {
   it('says where each state stands and, when stopped, why', () => {
     const words = (state: SkillRecord['state'], reason: string | null = null) => skillStateWords({ state, reason, trial }, at);
     expect(words('quarantine')).toBe('in quarantine');
+    // A draft says its reason (the stop switch's words), and a new one (no reason, or an empty one) that it is being checked.
+    expect(words('draft', '')).toBe('in quarantine');
     // A draft whose check the stop switch stopped is not "in quarantine": the host's words say what happened and what to do.
     expect(words('draft', 'stopped by the stop switch: … Check it again')).toBe('stopped by the stop switch: … Check it again');
     expect(words('awaiting_owner')).toBe('awaiting your approval');
