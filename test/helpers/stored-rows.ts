@@ -14,3 +14,16 @@ export function storedRows(dataDir: string): { plans: number; steps: number; aud
     db.close();
   }
 }
+
+/** The args of every audit record of one action, oldest first, read from the database beside the host. */
+export function auditArgsOf(dataDir: string, action: string): Record<string, unknown>[] {
+  const db = new Database(path.join(dataDir, 'executor.db'), { readonly: true });
+  try {
+    return (db.prepare('SELECT body FROM audit_records ORDER BY seq').all() as { body: Buffer | string }[])
+      .map((row) => JSON.parse(String(row.body)) as { action: string; args: Record<string, unknown> })
+      .filter((record) => record.action === action)
+      .map((record) => record.args);
+  } finally {
+    db.close();
+  }
+}

@@ -1,4 +1,3 @@
-import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
@@ -9,6 +8,7 @@ import { dockerAvailable, ensureSandboxImage } from '../../helpers/docker-engine
 import { Executor } from '../../../src/executor/executor.js';
 import { closeAfter } from '../../helpers/teardown.js';
 import { openExecutor } from '../../helpers/open-executor.js';
+import { auditArgsOf } from '../../helpers/stored-rows.js';
 import { runCli } from '../../helpers/run-cli.js';
 
 const person = actorFor('cli');
@@ -37,18 +37,6 @@ function processGone(pid: number): boolean {
     return false;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'ESRCH';
-  }
-}
-
-function auditOf(dataDir: string, kind: string): Record<string, unknown>[] {
-  const db = new Database(path.join(dataDir, 'executor.db'), { readonly: true });
-  try {
-    return (db.prepare('SELECT body FROM audit_records ORDER BY seq').all() as { body: Buffer | string }[])
-      .map((row) => JSON.parse(String(row.body)) as { action: string; args: Record<string, unknown> })
-      .filter((record) => record.action === kind)
-      .map((record) => record.args);
-  } finally {
-    db.close();
   }
 }
 
@@ -87,10 +75,10 @@ describe('the stop switch and a skill being checked', () => {
     expect(executor.getSkill(skill.skillId)).toMatchObject({ state: 'draft', exampleResults: [] });
 
     // Audited as the stop switch's other effects are: the person's, in the pause's own record and a state record of its own.
-    const paused = auditOf(dataDir, 'host.paused');
+    const paused = auditArgsOf(dataDir, 'host.paused');
     expect(paused).toHaveLength(1);
     expect(paused[0]).toMatchObject({ stoppedSkillChecks: [skill.skillId] });
-    const states = auditOf(dataDir, 'skill.state').filter((detail) => detail.skillId === skill.skillId);
+    const states = auditArgsOf(dataDir, 'skill.state').filter((detail) => detail.skillId === skill.skillId);
     expect(states.map((detail) => [detail.from, detail.to])).toEqual([
       ['draft', 'quarantine'],
       ['quarantine', 'draft'],
@@ -104,7 +92,7 @@ describe('the stop switch and a skill being checked', () => {
     const rechecked = await executor.recheckSkill(skill.skillId, person);
     expect(rechecked.state).toBe('rejected');
     expect(rechecked.reason).toMatch(/^quarantine: example 2 failed \(BUDGET_EXCEEDED\)/);
-    const after = auditOf(dataDir, 'skill.state').filter((detail) => detail.skillId === skill.skillId);
+    const after = auditArgsOf(dataDir, 'skill.state').filter((detail) => detail.skillId === skill.skillId);
     expect(after[2]).toMatchObject({ from: 'draft', to: 'quarantine', recheck: true });
     // Only a draft is checked again.
     await expect(executor.recheckSkill(skill.skillId, person)).rejects.toMatchObject({ code: 'ILLEGAL_TRANSITION' });
@@ -126,12 +114,12 @@ describe('a check a stopped host left unfinished', () => {
       reason: expect.stringMatching(/^stopped: Executor stopped while its examples ran.*nothing about the skill was judged.*recheck/),
       exampleResults: [],
     });
-    const states = auditOf(dataDir, 'skill.state').filter((detail) => detail.skillId === skillId);
+    const states = auditArgsOf(dataDir, 'skill.state').filter((detail) => detail.skillId === skillId);
     expect(states.at(-1)).toMatchObject({ from: 'quarantine', to: 'draft', recoveredAtStart: true });
     // A second open finds nothing left to recover.
     reopened.close();
     closeAfter(Executor.open(dataDir)).close();
-    expect(auditOf(dataDir, 'skill.state').filter((detail) => detail.skillId === skillId)).toHaveLength(states.length);
+    expect(auditArgsOf(dataDir, 'skill.state').filter((detail) => detail.skillId === skillId)).toHaveLength(states.length);
   }, 120_000);
 });
 

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { actorFor } from '../../../src/domain/actor.js';
 import type { SkillProposalInput } from '../../../src/domain/skill.js';
 import { openExecutor } from '../../helpers/open-executor.js';
+import { auditArgsOf } from '../../helpers/stored-rows.js';
 
 const person = actorFor('cli');
 const agent = { ...actorFor('mcp', 'test-agent'), agent: 'agent-1' };
@@ -22,25 +23,13 @@ function wordCount(overrides: Partial<SkillProposalInput> = {}): SkillProposalIn
   };
 }
 
-function auditKinds(dataDir: string, kind: string): Record<string, unknown>[] {
-  const db = new Database(path.join(dataDir, 'executor.db'), { readonly: true });
-  try {
-    return (db.prepare('SELECT body FROM audit_records ORDER BY seq').all() as { body: Buffer | string }[])
-      .map((row) => JSON.parse(String(row.body)) as { action: string; args: Record<string, unknown> })
-      .filter((record) => record.action === kind)
-      .map((record) => record.args);
-  } finally {
-    db.close();
-  }
-}
-
 describe('skills: the pipeline on a real executor', () => {
   it('quarantines and validates a proposal, keeps each example result, and waits for the person', async () => {
     const { executor, dataDir } = openExecutor();
     const skill = await executor.proposeSkill(wordCount(), agent);
     expect(skill.state).toBe('awaiting_owner');
     expect(skill.exampleResults.map((result) => result.output)).toEqual([{ words: 2 }, { words: 0 }, { words: 4 }]);
-    const states = auditKinds(dataDir, 'skill.state').map((detail) => detail.to);
+    const states = auditArgsOf(dataDir, 'skill.state').map((detail) => detail.to);
     expect(states).toEqual(['quarantine', 'validation', 'awaiting_owner']);
     await expect(executor.useSkill('word_count', { text: 'x' }, agent)).rejects.toMatchObject({ code: 'SKILL_NOT_USABLE' });
   });
@@ -104,9 +93,9 @@ describe('skills: the pipeline on a real executor', () => {
       expect(record).toMatchObject({ status: 'executed', evaluation: { risk: 'LOW', approvedBySkill: { codeHash: skill.codeHash } } });
       expect(record.step.args).toMatchObject({ skillId: skill.skillId, version: 1, codeHash: skill.codeHash });
     }
-    const proposed = auditKinds(dataDir, 'step.proposed').filter((detail) => detail.action === 'runSkill');
+    const proposed = auditArgsOf(dataDir, 'step.proposed').filter((detail) => detail.action === 'runSkill');
     expect(proposed.map((detail) => (detail.args as { codeHash: string }).codeHash)).toEqual(Array(3).fill(skill.codeHash));
-    expect(auditKinds(dataDir, 'step.approved').filter((detail) => detail.skillPin)).toHaveLength(3);
+    expect(auditArgsOf(dataDir, 'step.approved').filter((detail) => detail.skillPin)).toHaveLength(3);
     // Bad input is the caller's mistake, not the skill's: refused, and the skill stays active.
     await expect(executor.useSkill('word_count', { words: 1 }, agent)).rejects.toMatchObject({ code: 'INVALID_INPUT' });
     expect(executor.getSkill(skill.skillId).state).toBe('active');
@@ -209,7 +198,7 @@ describe('skills: the pipeline on a real executor', () => {
     expect(() => executor.approveSkill(two.skillId, person)).toThrow(expect.objectContaining({ code: 'SKILL_LIMIT' }));
     await executor.pause(person, 'enough');
     expect(executor.listSkills().map((skill) => skill.state)).toEqual(['disabled', 'disabled']);
-    const paused = auditKinds(dataDir, 'host.paused')[0]!;
+    const paused = auditArgsOf(dataDir, 'host.paused')[0]!;
     expect(paused.disabledSkills).toEqual(expect.arrayContaining([one.skillId, two.skillId]));
     await expect(executor.useSkill('word_count', { text: 'a' }, agent)).rejects.toMatchObject({ code: 'HOST_PAUSED' });
     await executor.resume(person);
